@@ -1,0 +1,12 @@
+//go:build tools
+
+// Package tools pins the Open Cluster Management commands that hack/ builds:
+// the hub side (registration controller, addon manager and its conversion
+// webhook) and the klusterlet agents (registration, work).
+package tools
+
+import (
+	_ "open-cluster-management.io/ocm/cmd/addon"
+	_ "open-cluster-management.io/ocm/cmd/registration"
+	_ "open-cluster-management.io/ocm/cmd/work"
+)

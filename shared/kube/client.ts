@@ -1,0 +1,205 @@
+/**
+ * A small Kubernetes REST client over node:https.
+ *
+ * @kubernetes/client-node loads kubeconfigs (exec plugins, in-cluster
+ * config, token files); its generated API classes cover only built-in types
+ * and go through fetch, which merges repeated headers and buffers nothing we
+ * can stream cheaply. This client takes the TLS and auth options that
+ * client-node computes and speaks raw paths, so it serves CRDs, aggregated
+ * APIs, server-side apply and watch streams alike, on one keep-alive agent.
+ */
+import https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import { type KubeStatus, StatusError } from './status.ts';
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+export interface KubeList<T extends KubeObject = KubeObject> {
+  metadata: { resourceVersion?: string; continue?: string };
+  items: T[];
+}
+
+export interface WatchEvent<T extends KubeObject = KubeObject> {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  object: T;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  contentType?: string;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export class KubeClient {
+  readonly server: URL;
+  readonly #options: https.RequestOptions;
+  readonly #agent: https.Agent;
+
+  private constructor(server: string, options: https.RequestOptions) {
+    this.server = new URL(server);
+    this.#agent = new https.Agent({ keepAlive: true, maxSockets: 64 });
+    this.#options = { ...options, agent: this.#agent };
+  }
+
+  /** From a kubeconfig file, or the default chain (KUBECONFIG, ~/.kube/config, in-cluster). */
+  static async fromKubeconfig(path?: string): Promise<KubeClient> {
+    const kc = new KubeConfig();
+    if (path) kc.loadFromFile(path);
+    else kc.loadFromDefault();
+    return KubeClient.fromKubeConfig(kc);
+  }
+
+  static async fromKubeConfig(kc: KubeConfig): Promise<KubeClient> {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    const options: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(options);
+    return new KubeClient(cluster.server, options);
+  }
+
+  async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const res = await this.#send(method, path, options);
+    const text = await readAll(res);
+    const status = res.statusCode ?? 0;
+    if (status >= 400) throw StatusError.fromResponse(status, text, `${method} ${path}`);
+    if (!text) return undefined as T;
+    const type = String(res.headers['content-type'] ?? '');
+    return (type.includes('json') ? JSON.parse(text) : text) as T;
+  }
+
+  get<T extends KubeObject = KubeObject>(path: string): Promise<T> {
+    return this.request<T>('GET', path);
+  }
+
+  /** GET that returns undefined instead of throwing on 404. */
+  async getOptional<T extends KubeObject = KubeObject>(path: string): Promise<T | undefined> {
+    try {
+      return await this.get<T>(path);
+    } catch (err) {
+      if (err instanceof StatusError && err.code === 404) return undefined;
+      throw err;
+    }
+  }
+
+  list<T extends KubeObject = KubeObject>(path: string): Promise<KubeList<T>> {
+    return this.request<KubeList<T>>('GET', path);
+  }
+
+  create<T extends KubeObject = KubeObject>(path: string, body: KubeObject): Promise<T> {
+    return this.request<T>('POST', path, { body });
+  }
+
+  /** Server-side apply: create or update the fields this manager owns. */
+  apply<T extends KubeObject = KubeObject>(path: string, body: KubeObject, fieldManager: string): Promise<T> {
+    const sep = path.includes('?') ? '&' : '?';
+    return this.request<T>(
+      'PATCH',
+      `${path}${sep}fieldManager=${encodeURIComponent(fieldManager)}&force=true`,
+      {
+        body,
+        contentType: 'application/apply-patch+yaml',
+      },
+    );
+  }
+
+  mergePatch<T extends KubeObject = KubeObject>(path: string, patch: unknown): Promise<T> {
+    return this.request<T>('PATCH', path, { body: patch, contentType: 'application/merge-patch+json' });
+  }
+
+  async delete(path: string): Promise<void> {
+    try {
+      await this.request('DELETE', path);
+    } catch (err) {
+      if (!(err instanceof StatusError && err.code === 404)) throw err;
+    }
+  }
+
+  /**
+   * Streams watch events until the server ends the watch or `signal` aborts.
+   * The caller resumes from the last resourceVersion (see informer.ts).
+   */
+  async *watch<T extends KubeObject = KubeObject>(
+    path: string,
+    signal?: AbortSignal,
+  ): AsyncGenerator<WatchEvent<T>> {
+    const sep = path.includes('?') ? '&' : '?';
+    const res = await this.#send('GET', `${path}${sep}watch=true&allowWatchBookmarks=true`, {
+      ...(signal ? { signal } : {}),
+    });
+    if ((res.statusCode ?? 0) >= 400) {
+      throw StatusError.fromResponse(res.statusCode ?? 0, await readAll(res), `WATCH ${path}`);
+    }
+    res.setEncoding('utf8');
+    let buffered = '';
+    try {
+      for await (const chunk of res) {
+        buffered += chunk;
+        let newline = buffered.indexOf('\n');
+        while (newline >= 0) {
+          const line = buffered.slice(0, newline).trim();
+          buffered = buffered.slice(newline + 1);
+          if (line) yield JSON.parse(line) as WatchEvent<T>;
+          newline = buffered.indexOf('\n');
+        }
+      }
+    } catch (err) {
+      if (signal?.aborted) return;
+      throw err;
+    }
+  }
+
+  /** Raw request, for callers that stream or read status codes themselves. */
+  send(method: string, path: string, options: RequestOptions = {}) {
+    return this.#send(method, path, options);
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  #send(method: string, path: string, options: RequestOptions) {
+    const url = new URL(path, this.server);
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    let payload: string | undefined;
+    if (options.body !== undefined) {
+      payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+      headers['content-type'] = options.contentType ?? 'application/json';
+      headers['content-length'] = String(Buffer.byteLength(payload));
+    }
+    return new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = https.request(
+        url,
+        {
+          ...this.#options,
+          method,
+          headers: { ...(this.#options.headers as Record<string, string>), ...headers },
+          ...(options.signal ? { signal: options.signal } : {}),
+        },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+}
+
+async function readAll(res: AsyncIterable<Buffer | string>): Promise<string> {
+  let text = '';
+  for await (const chunk of res) text += chunk.toString();
+  return text;
+}
+
+export type { KubeStatus };
