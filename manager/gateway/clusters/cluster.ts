@@ -1,0 +1,85 @@
+/**
+ * The gateway's view of one managed cluster: where its kube-apiserver is and
+ * how to authenticate to it. Built from informer caches (Secrets,
+ * ManagedClusters, agent tunnels), never from a hub API call per request.
+ *
+ * Credentials live only here and in the proxy's connection pools: API
+ * responses are rendered from `ClusterTarget` by api/clustergateway.ts,
+ * which omits every secret field.
+ */
+import type { Duplex } from 'node:stream';
+
+export type EndpointType = 'Const' | 'ClusterProxy';
+export type CredentialType = 'ServiceAccountToken' | 'X509Certificate' | 'Dynamic';
+
+export interface ConstEndpoint {
+  type: 'Const';
+  /** The managed kube-apiserver, possibly with a sub-path (https://host:6443/prefix). */
+  address: string;
+  /** PEM CA bundle; absent means the system trust store (or insecure). */
+  caBundle?: string;
+  insecure: boolean;
+  /** Optional egress proxy (http://, https:// or socks5://). */
+  proxyUrl?: string;
+}
+
+/**
+ * The cluster is reached through its agent's reverse tunnel (or, for
+ * compatibility with the Go original's ClusterProxy type, through a
+ * tunnel provider). `dial` opens one raw byte stream to the managed
+ * kube-apiserver; TLS to that apiserver runs end to end inside it.
+ */
+export interface TunnelEndpoint {
+  type: 'ClusterProxy';
+  /** Server name and CA for the TLS session run inside the tunnel. */
+  serverName: string;
+  caBundle?: string;
+  insecure: boolean;
+  dial(): Promise<Duplex>;
+}
+
+export type Endpoint = ConstEndpoint | TunnelEndpoint;
+
+export type Credential =
+  | { type: 'ServiceAccountToken'; token: string }
+  | { type: 'X509Certificate'; certificate: string; privateKey: string }
+  | { type: 'Dynamic'; token?: string };
+
+export interface ClusterHealth {
+  healthy: boolean;
+  reason?: string;
+}
+
+export interface ClusterTarget {
+  name: string;
+  /** Labels and annotations copied from the source object (Secret or ManagedCluster). */
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  creationTimestamp: string;
+  /** Changes whenever anything observable about the cluster changes (used as resourceVersion). */
+  resourceVersion: string;
+  endpoint?: Endpoint;
+  credential?: Credential;
+  /** Why the cluster cannot be reached, when endpoint or credential is missing. */
+  problem?: string;
+  health: ClusterHealth;
+  /**
+   * A digest of endpoint + credential. Connection pools are keyed by it, so a
+   * rotated token or certificate takes effect on the next request.
+   */
+  connectionKey: string;
+}
+
+export type ClusterEvent = { type: 'ADDED' | 'MODIFIED' | 'DELETED'; cluster: ClusterTarget };
+
+/** Read side of the cluster registry, as the API handlers and the proxy see it. */
+export interface ClusterDirectory {
+  get(name: string): ClusterTarget | undefined;
+  list(): ClusterTarget[];
+  /** Monotonic version of the whole directory, for list resourceVersion. */
+  readonly version: string;
+  /** Subscribe to changes; returns an unsubscribe function. */
+  subscribe(listener: (event: ClusterEvent) => void): () => void;
+  /** True once every source has completed its initial list. */
+  readonly synced: boolean;
+}
