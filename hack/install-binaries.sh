@@ -57,7 +57,7 @@ build() {
   log "$group: built in $((SECONDS - start))s"
 }
 
-KUBE_VERSION="$(awk '$1=="k8s.io/kubernetes"{print $2}' "$TOOLS/kube/go.mod" | head -1)"
+KUBE_VERSION="$(grep -oE 'k8s.io/kubernetes v[0-9.]+' "$TOOLS/kube/go.mod" | head -1 | cut -d' ' -f2)"
 KUBE_MINOR="$(echo "$KUBE_VERSION" | cut -d. -f2)"
 VERSION_PKG=k8s.io/component-base/version
 build kube "-X $VERSION_PKG.gitVersion=$KUBE_VERSION -X $VERSION_PKG.gitMajor=1 -X $VERSION_PKG.gitMinor=$KUBE_MINOR -X $VERSION_PKG.gitTreeState=clean" \
@@ -65,7 +65,19 @@ build kube "-X $VERSION_PKG.gitVersion=$KUBE_VERSION -X $VERSION_PKG.gitMajor=1 
 build etcd "" cluster-gateway.local/hack/tools/etcd
 build ocm "" open-cluster-management.io/ocm/cmd/registration open-cluster-management.io/ocm/cmd/work open-cluster-management.io/ocm/cmd/addon
 build clusteradm "" open-cluster-management.io/clusteradm/cmd/clusteradm
-HELM_VERSION="$(awk '$1=="helm.sh/helm/v3"{print $2}' "$TOOLS/helm/go.mod" | head -1)"
+HELM_VERSION="$(grep -oE 'helm.sh/helm/v3 v[0-9.]+' "$TOOLS/helm/go.mod" | head -1 | cut -d' ' -f2)"
 build helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" helm.sh/helm/v3/cmd/helm
 
+
+
+# OCM's CRDs, exactly as the OCM release ships them (hub: cluster-manager;
+# managed clusters: klusterlet), copied from the same module the binaries
+# were built from.
+OCM_DIR="$(cd "$TOOLS/ocm" && go list -m -f '{{.Dir}}' open-cluster-management.io/ocm)"
+CRD_DIR="$(dirname "$BIN_DIR")/ocm-crds"
+rm -rf "$CRD_DIR" && mkdir -p "$CRD_DIR/hub" "$CRD_DIR/managed"
+cp "$OCM_DIR"/manifests/cluster-manager/hub/crds/*.yaml "$CRD_DIR/hub/"
+cp "$OCM_DIR"/manifests/klusterlet/managed/*crd.yaml "$CRD_DIR/managed/"
+chmod -R u+w "$CRD_DIR"
+log "OCM CRDs in $CRD_DIR"
 log "all binaries in $BIN_DIR"

@@ -134,3 +134,18 @@ function randomSerial(): string {
 function escapeDn(value: string): string {
   return value.replace(/([,+"\\<>;=])/g, '\\$1');
 }
+
+/** An ECDSA P-256 key pair as PEM (PKCS#8 private, SPKI public), e.g. for service-account tokens. */
+export async function createSigningKey(): Promise<{ privateKey: string; publicKey: string }> {
+  const keys = (await webcrypto.subtle.generateKey(algorithm, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
+  return {
+    privateKey: await exportKey(keys.privateKey),
+    publicKey: x509.PemConverter.encode(
+      await webcrypto.subtle.exportKey('spki', keys.publicKey),
+      'PUBLIC KEY',
+    ),
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * The hub's real kube-aggregator routes an APIService to a process on this
+ * machine: a Service of type ExternalName pointing at localhost, with the
+ * APIService port set to the local server's port (Endpoints may not hold
+ * loopback addresses; ExternalName may). The gateway is registered this way.
+ */
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import type { TLSSocket } from 'node:tls';
+import { waitFor } from '../hack/localenv/wait.ts';
+import type { KubeClient } from '../shared/kube/client.ts';
+import { createCertificateAuthority } from '../shared/pki.ts';
+import { hubClient } from './support/environment.ts';
+
+const group = 'smoke.e2e.example.com';
+const seen: { user?: string; groups: string[]; frontProxyCert?: string }[] = [];
+let server: https.Server;
+let hub: KubeClient;
+
+before(async () => {
+  hub = await hubClient();
+  const ca = await createCertificateAuthority('smoke-ca');
+  const serving = await ca.issue({ commonName: 'smoke', dnsNames: ['smoke.default.svc'], usage: 'server' });
+  server = https.createServer({ ...serving, requestCert: true, rejectUnauthorized: false }, (req, res) => {
+    const peer = (req.socket as TLSSocket).getPeerCertificate();
+    seen.push({
+      user: req.headers['x-remote-user'] as string | undefined,
+      groups: req.headersDistinct['x-remote-group'] ?? [],
+      frontProxyCert: peer?.subject?.CN as string | undefined,
+    });
+    const send = (body: unknown) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.url === `/apis/${group}/v1`) {
+      return send({
+        kind: 'APIResourceList',
+        apiVersion: 'v1',
+        groupVersion: `${group}/v1`,
+        resources: [{ name: 'things', namespaced: false, kind: 'Thing', verbs: ['list'] }],
+      });
+    }
+    if (req.url?.startsWith(`/apis/${group}/v1/things`)) {
+      return send({
+        kind: 'ThingList',
+        apiVersion: `${group}/v1`,
+        metadata: {},
+        items: [{ metadata: { name: 'local' } }],
+      });
+    }
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404, reason: 'NotFound' }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await hub.apply(
+    '/api/v1/namespaces/default/services/smoke',
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'smoke', namespace: 'default' },
+      spec: { type: 'ExternalName', externalName: 'localhost' },
+    },
+    'e2e',
+  );
+  await hub.apply(
+    `/apis/apiregistration.k8s.io/v1/apiservices/v1.${group}`,
+    {
+      apiVersion: 'apiregistration.k8s.io/v1',
+      kind: 'APIService',
+      metadata: { name: `v1.${group}` },
+      spec: {
+        group,
+        version: 'v1',
+        service: { namespace: 'default', name: 'smoke', port },
+        caBundle: Buffer.from(ca.cert).toString('base64'),
+        groupPriorityMinimum: 1000,
+        versionPriority: 10,
+      },
+    },
+    'e2e',
+  );
+});
+
+after(async () => {
+  await hub.delete(`/apis/apiregistration.k8s.io/v1/apiservices/v1.${group}`);
+  await hub.delete('/api/v1/namespaces/default/services/smoke');
+  hub.close();
+  server.close();
+  server.closeAllConnections();
+});
+
+test('the aggregator marks the APIService available and routes requests to the local process', async () => {
+  await waitFor(
+    'APIService to become Available',
+    async () => {
+      const svc = await hub.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/apiregistration.k8s.io/v1/apiservices/v1.${group}`,
+      );
+      return svc.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
+    },
+    { timeoutMs: 60_000 },
+  );
+  const list = await hub.get<{ items: { metadata: { name: string } }[] }>(`/apis/${group}/v1/things`);
+  assert.deepEqual(
+    list.items.map((i) => i.metadata.name),
+    ['local'],
+  );
+  // The request came through the aggregator: front-proxy client certificate, user in X-Remote-User.
+  const last = seen.at(-1);
+  assert.equal(last?.user, 'admin');
+  assert.ok(last?.groups.includes('system:masters'));
+  assert.equal(last?.frontProxyCert, 'front-proxy-client');
+});
+
+test('the front-proxy client certificate is signed by the hub front-proxy CA', async () => {
+  const cm = await hub.get<{ data: Record<string, string> }>(
+    '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication',
+  );
+  const caPem = cm.data['requestheader-client-ca-file'];
+  assert.ok(caPem, 'requestheader CA published for aggregated servers');
+  assert.ok(new X509Certificate(caPem).subject.includes('front-proxy-ca'));
+});

@@ -1,0 +1,19 @@
+/**
+ * Global setup of the e2e suite (node --test-global-setup): one environment
+ * for all test files, started before the first and stopped after the last.
+ * Test files find it through support/environment.ts.
+ */
+import type { Environment } from '../hack/localenv/environment.ts';
+import { startEnvironment } from '../hack/localenv/environment.ts';
+import { e2eStateDir } from './support/environment.ts';
+
+let env: Environment | undefined;
+
+export async function globalSetup(): Promise<void> {
+  const log = (line: string) => process.stderr.write(`[e2e env] ${line}\n`);
+  env = await startEnvironment({ stateDir: e2eStateDir, log });
+}
+
+export async function globalTeardown(): Promise<void> {
+  await env?.stop();
+}

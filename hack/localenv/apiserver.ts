@@ -1,0 +1,127 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { KubeClient } from '../../shared/kube/client.ts';
+import { binaryPath } from './binaries.ts';
+import { type ClusterPki, createClusterPki, frontProxyClientName } from './cluster-pki.ts';
+import { writeKubeconfig } from './kubeconfig.ts';
+import { freePort } from './ports.ts';
+import type { ManagedProcess, Supervisor } from './supervisor.ts';
+import { waitFor } from './wait.ts';
+
+export interface LocalCluster {
+  name: string;
+  /** https://127.0.0.1:<port> */
+  server: string;
+  /** Admin (system:masters) kubeconfig. */
+  kubeconfig: string;
+  pki: ClusterPki;
+  /** Files written for the control plane (CA, keys), by role. */
+  files: Record<'ca' | 'caKey' | 'saKey' | 'saPub' | 'frontProxyCa', string>;
+  client: KubeClient;
+  apiserver: ManagedProcess;
+}
+
+/**
+ * Starts a kube-apiserver for `name` on a free loopback port, storing its
+ * objects under `/<name>` in the shared etcd. RBAC on, front-proxy
+ * (requestheader) flags set so the kube-aggregator can reach aggregated
+ * API servers, service-account tokens signed with the cluster's own key.
+ */
+export async function startApiserver(
+  supervisor: Supervisor,
+  options: { name: string; stateDir: string; etcdUrl: string; serviceCidr: string },
+): Promise<LocalCluster> {
+  const { name } = options;
+  const dir = path.join(options.stateDir, name);
+  mkdirSync(dir, { recursive: true });
+  const pki = await createClusterPki(name);
+  const write = (file: string, content: string) => {
+    const full = path.join(dir, file);
+    writeFileSync(full, content, { mode: 0o600 });
+    return full;
+  };
+  const files = {
+    ca: write('ca.crt', pki.ca.cert),
+    caKey: write('ca.key', pki.ca.key),
+    saKey: write('sa.key', pki.serviceAccountKey),
+    saPub: write('sa.pub', pki.serviceAccountPublicKey),
+    frontProxyCa: write('front-proxy-ca.crt', pki.frontProxyCa.cert),
+  };
+  const port = await freePort();
+  const server = `https://127.0.0.1:${port}`;
+  const apiserver = supervisor.start(`${name}-kube-apiserver`, binaryPath('kube-apiserver'), {
+    args: [
+      `--etcd-servers=${options.etcdUrl}`,
+      `--etcd-prefix=/${name}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${port}`,
+      // Without a default route kube-apiserver cannot pick an address by itself.
+      '--advertise-address=127.0.0.1',
+      // Endpoints may not hold loopback addresses; nothing here needs the kubernetes Service's endpoints.
+      '--endpoint-reconciler-type=none',
+      `--service-cluster-ip-range=${options.serviceCidr}`,
+      `--cert-dir=${path.join(dir, 'cert-dir')}`,
+      `--tls-cert-file=${write('serving.crt', pki.serving.cert)}`,
+      `--tls-private-key-file=${write('serving.key', pki.serving.key)}`,
+      `--client-ca-file=${files.ca}`,
+      '--authorization-mode=Node,RBAC',
+      `--service-account-key-file=${files.saPub}`,
+      `--service-account-signing-key-file=${files.saKey}`,
+      '--service-account-issuer=https://kubernetes.default.svc',
+      `--requestheader-client-ca-file=${files.frontProxyCa}`,
+      `--requestheader-allowed-names=${frontProxyClientName}`,
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      `--proxy-client-cert-file=${write('front-proxy-client.crt', pki.frontProxyClient.cert)}`,
+      `--proxy-client-key-file=${write('front-proxy-client.key', pki.frontProxyClient.key)}`,
+      // Stand-in kubelets listen on loopback addresses (see e2e/support/kubelet).
+      '--kubelet-preferred-address-types=InternalIP,Hostname',
+      `--kubelet-client-certificate=${write('kubelet-client.crt', pki.kubeletClient.cert)}`,
+      `--kubelet-client-key=${write('kubelet-client.key', pki.kubeletClient.key)}`,
+      '--allow-privileged=true',
+      '--profiling=false',
+      '--v=1',
+    ],
+  });
+  const kubeconfig = writeKubeconfig(path.join(options.stateDir, `${name}.kubeconfig`), {
+    name,
+    server,
+    caCert: pki.ca.cert,
+    client: pki.admin,
+  });
+  const client = await KubeClient.fromKubeconfig(kubeconfig);
+  await waitFor(
+    `${name} kube-apiserver to be ready`,
+    async () => (await client.request<string>('GET', '/readyz')) === 'ok',
+    { timeoutMs: 90_000, intervalMs: 300, failFast: () => apiserver.assertRunning() },
+  );
+  return { name, server, kubeconfig, pki, files, client, apiserver };
+}
+
+/**
+ * kube-controller-manager: signs approved kube-apiserver-client CSRs (OCM
+ * registration needs it), garbage-collects owned objects and finalizes
+ * namespace deletion. The deployment and replicaset controllers are off:
+ * there is no scheduler or kubelet, and the process runner (hack/runner)
+ * owns Deployment status instead.
+ */
+export function startControllerManager(supervisor: Supervisor, cluster: LocalCluster): ManagedProcess {
+  return supervisor.start(`${cluster.name}-kube-controller-manager`, binaryPath('kube-controller-manager'), {
+    args: [
+      `--kubeconfig=${cluster.kubeconfig}`,
+      `--authentication-kubeconfig=${cluster.kubeconfig}`,
+      `--authorization-kubeconfig=${cluster.kubeconfig}`,
+      '--bind-address=127.0.0.1',
+      '--secure-port=0',
+      '--leader-elect=false',
+      '--controllers=*,-deployment-controller,-replicaset-controller,-node-ipam-controller,-node-lifecycle-controller',
+      `--cluster-signing-cert-file=${cluster.files.ca}`,
+      `--cluster-signing-key-file=${cluster.files.caKey}`,
+      `--root-ca-file=${cluster.files.ca}`,
+      `--service-account-private-key-file=${cluster.files.saKey}`,
+      '--use-service-account-credentials=false',
+      '--v=1',
+    ],
+  });
+}

@@ -1,0 +1,362 @@
+/**
+ * Open Cluster Management as plain processes: the hub (CRDs, registration
+ * controller, addon manager, addon conversion webhook) and, per managed
+ * cluster, the klusterlet's registration and work agents, joined the real
+ * way: bootstrap kubeconfig -> CSR -> hub acceptance -> hub kubeconfig.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import type { LocalCluster } from './apiserver.ts';
+import { binaryPath, builtBinDir } from './binaries.ts';
+import { writeKubeconfig } from './kubeconfig.ts';
+import { freePorts } from './ports.ts';
+import type { Supervisor } from './supervisor.ts';
+import { waitFor } from './wait.ts';
+
+const hubNamespace = 'open-cluster-management-hub';
+const bootstrapNamespace = 'open-cluster-management';
+const agentNamespace = 'open-cluster-management-agent';
+const fieldManager = 'local-environment';
+
+export interface OcmHub {
+  hub: LocalCluster;
+}
+
+export function ocmCrdDir(): string {
+  const dir = process.env.OCM_CRDS ?? path.join(path.dirname(builtBinDir), 'ocm-crds');
+  if (!existsSync(path.join(dir, 'hub'))) {
+    throw new Error(
+      `OCM CRDs not found in ${dir}: run "npm run binaries" (it copies them from the OCM module)`,
+    );
+  }
+  return dir;
+}
+
+export async function startOcmHub(
+  supervisor: Supervisor,
+  hub: LocalCluster,
+  stateDir: string,
+): Promise<OcmHub> {
+  const client = hub.client;
+  for (const ns of [hubNamespace, bootstrapNamespace]) await ensureNamespace(client, ns);
+
+  // The addon CRDs serve v1alpha1 and v1beta1 and convert through OCM's webhook.
+  const [webhookPort, webhookHealth, registrationListen, addonListen] = await freePorts(4);
+  const certDir = path.join(stateDir, 'ocm-hub', 'webhook-certs');
+  mkdirSync(certDir, { recursive: true });
+  const webhookCert = await hub.pki.ca.issue({
+    commonName: 'cluster-manager-addon-webhook',
+    dnsNames: ['localhost'],
+    ipAddresses: ['127.0.0.1'],
+    usage: 'server',
+  });
+  writeFileSync(path.join(certDir, 'tls.crt'), webhookCert.cert);
+  writeFileSync(path.join(certDir, 'tls.key'), webhookCert.key);
+  const webhook = supervisor.start('hub-ocm-addon-webhook', binaryPath('addon'), {
+    args: ['webhook-server', `--port=${webhookPort}`, `--certdir=${certDir}`],
+    env: { KUBECONFIG: hub.kubeconfig },
+  });
+  void webhookHealth;
+
+  const conversion = {
+    strategy: 'Webhook',
+    webhook: {
+      clientConfig: {
+        url: `https://127.0.0.1:${webhookPort}/convert`,
+        caBundle: Buffer.from(hub.pki.ca.cert).toString('base64'),
+      },
+      conversionReviewVersions: ['v1', 'v1beta1'],
+    },
+  };
+  await applyCrds(client, path.join(ocmCrdDir(), 'hub'), conversion);
+
+  await client.apply(
+    '/apis/rbac.authorization.k8s.io/v1/clusterroles/open-cluster-management:bootstrap',
+    bootstrapClusterRole,
+    fieldManager,
+  );
+
+  const registration = supervisor.start('hub-ocm-registration-controller', binaryPath('registration'), {
+    args: [
+      'controller',
+      `--kubeconfig=${hub.kubeconfig}`,
+      `--namespace=${hubNamespace}`,
+      `--listen=127.0.0.1:${registrationListen}`,
+      '--disable-leader-election',
+    ],
+  });
+  const addonManager = supervisor.start('hub-ocm-addon-manager', binaryPath('addon'), {
+    args: [
+      'manager',
+      `--kubeconfig=${hub.kubeconfig}`,
+      `--namespace=${hubNamespace}`,
+      `--listen=127.0.0.1:${addonListen}`,
+      '--disable-leader-election',
+    ],
+  });
+  // The conversion webhook must answer before anything reads v1beta1 addons.
+  await waitFor(
+    'the OCM addon conversion webhook to serve',
+    async () => {
+      await client.list('/apis/addon.open-cluster-management.io/v1beta1/managedclusteraddons?limit=1');
+      return true;
+    },
+    {
+      timeoutMs: 60_000,
+      failFast: () => {
+        webhook.assertRunning();
+        registration.assertRunning();
+        addonManager.assertRunning();
+      },
+    },
+  );
+  return { hub };
+}
+
+/**
+ * Joins `cluster` to the hub as OCM does: the registration agent starts with
+ * a bootstrap kubeconfig (a token of the hub's bootstrap ServiceAccount),
+ * creates the ManagedCluster and a CSR; the hub admin accepts (approves the
+ * CSR, sets hubAcceptsClient); kube-controller-manager signs; the agent
+ * writes its hub kubeconfig, which the work agent then uses.
+ */
+export async function joinManagedCluster(
+  supervisor: Supervisor,
+  ocm: OcmHub,
+  cluster: LocalCluster,
+  stateDir: string,
+): Promise<void> {
+  const hub = ocm.hub.client;
+  const spoke = cluster.client;
+  const name = cluster.name;
+  await ensureNamespace(spoke, agentNamespace);
+  await ensureNamespace(spoke, 'open-cluster-management-agent-addon');
+  await applyCrds(spoke, path.join(ocmCrdDir(), 'managed'));
+
+  const dir = path.join(stateDir, 'klusterlet', name);
+  const hubKubeconfigDir = path.join(dir, 'hub-kubeconfig');
+  mkdirSync(hubKubeconfigDir, { recursive: true });
+  const bootstrapKubeconfig = writeKubeconfig(path.join(dir, 'bootstrap.kubeconfig'), {
+    name: 'hub',
+    server: ocm.hub.server,
+    caCert: ocm.hub.pki.ca.cert,
+    token: await bootstrapToken(hub, name),
+  });
+  const [registrationListen, workListen] = await freePorts(2);
+  const registrationAgent = supervisor.start(`${name}-ocm-registration-agent`, binaryPath('registration'), {
+    args: [
+      'agent',
+      `--spoke-cluster-name=${name}`,
+      `--agent-id=${name}-agent`,
+      `--bootstrap-kubeconfig=${bootstrapKubeconfig}`,
+      `--hub-kubeconfig-dir=${hubKubeconfigDir}`,
+      `--kubeconfig=${cluster.kubeconfig}`,
+      `--spoke-external-server-urls=${cluster.server}`,
+      `--namespace=${agentNamespace}`,
+      `--listen=127.0.0.1:${registrationListen}`,
+      '--disable-leader-election',
+    ],
+  });
+  const alive = () => registrationAgent.assertRunning();
+
+  // Acceptance, as `clusteradm accept` does it.
+  const csr = await waitFor(
+    `the registration CSR of ${name}`,
+    async () => {
+      const list = await hub.list<CSR>(
+        `/apis/certificates.k8s.io/v1/certificatesigningrequests?labelSelector=open-cluster-management.io/cluster-name=${name}`,
+      );
+      return list.items.find((c) => !c.metadata?.labels?.['open-cluster-management.io/addon-name']);
+    },
+    { timeoutMs: 90_000, failFast: alive },
+  );
+  await approveCsr(hub, csr, 'AcceptedByLocalEnvironment');
+  await waitFor(
+    `ManagedCluster ${name}`,
+    () => hub.getOptional(`/apis/cluster.open-cluster-management.io/v1/managedclusters/${name}`),
+    {
+      failFast: alive,
+    },
+  );
+  await hub.mergePatch(`/apis/cluster.open-cluster-management.io/v1/managedclusters/${name}`, {
+    spec: { hubAcceptsClient: true },
+  });
+  await waitFor(
+    `the hub kubeconfig of ${name}`,
+    () => existsSync(path.join(hubKubeconfigDir, 'kubeconfig')),
+    {
+      timeoutMs: 90_000,
+      failFast: alive,
+    },
+  );
+
+  const workAgent = supervisor.start(`${name}-ocm-work-agent`, binaryPath('work'), {
+    args: [
+      'agent',
+      `--spoke-cluster-name=${name}`,
+      `--agent-id=${name}-agent`,
+      // The work agent reads the hub kubeconfig that the registration agent wrote.
+      '--workload-source-driver=kube',
+      `--workload-source-config=${path.join(hubKubeconfigDir, 'kubeconfig')}`,
+      `--kubeconfig=${cluster.kubeconfig}`,
+      `--namespace=${agentNamespace}`,
+      `--listen=127.0.0.1:${workListen}`,
+      '--disable-leader-election',
+    ],
+  });
+  await waitFor(
+    `ManagedCluster ${name} to be joined and available`,
+    async () => {
+      const mc = await hub.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/cluster.open-cluster-management.io/v1/managedclusters/${name}`,
+      );
+      const is = (type: string) => mc.status?.conditions?.some((c) => c.type === type && c.status === 'True');
+      return is('ManagedClusterJoined') && is('ManagedClusterConditionAvailable');
+    },
+    {
+      timeoutMs: 120_000,
+      failFast: () => {
+        alive();
+        workAgent.assertRunning();
+      },
+    },
+  );
+}
+
+interface CSR extends KubeObject {
+  metadata: { name: string; labels?: Record<string, string> };
+  status?: { conditions?: { type: string; status: string }[] };
+}
+
+export async function approveCsr(hub: KubeClient, csr: CSR, reason: string): Promise<void> {
+  if (csr.status?.conditions?.some((c) => c.type === 'Approved')) return;
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  await hub.request(
+    'PUT',
+    `/apis/certificates.k8s.io/v1/certificatesigningrequests/${csr.metadata.name}/approval`,
+    {
+      body: {
+        ...csr,
+        status: {
+          ...csr.status,
+          conditions: [
+            ...(csr.status?.conditions ?? []),
+            {
+              type: 'Approved',
+              status: 'True',
+              reason,
+              message: 'approved by the local environment',
+              lastUpdateTime: now,
+            },
+          ],
+        },
+      },
+    },
+  );
+}
+
+/** A token of the hub's bootstrap ServiceAccount, which may only create CSRs and ManagedClusters. */
+async function bootstrapToken(hub: KubeClient, clusterName: string): Promise<string> {
+  const sa = 'agent-registration-bootstrap';
+  await hub.apply(
+    `/api/v1/namespaces/${bootstrapNamespace}/serviceaccounts/${sa}`,
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: bootstrapNamespace } },
+    fieldManager,
+  );
+  await hub.apply(
+    '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/open-cluster-management:bootstrap:agent-registration',
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'open-cluster-management:bootstrap:agent-registration' },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'open-cluster-management:bootstrap',
+      },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace: bootstrapNamespace }],
+    },
+    fieldManager,
+  );
+  const review = await hub.create<KubeObject & { status: { token: string } }>(
+    `/api/v1/namespaces/${bootstrapNamespace}/serviceaccounts/${sa}/token`,
+    {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      metadata: { annotations: { 'cluster-gateway.dev/for-cluster': clusterName } },
+      spec: { expirationSeconds: 86400 },
+    },
+  );
+  return review.status.token;
+}
+
+/** The bootstrap ClusterRole that `clusteradm init` creates. */
+const bootstrapClusterRole = {
+  apiVersion: 'rbac.authorization.k8s.io/v1',
+  kind: 'ClusterRole',
+  metadata: { name: 'open-cluster-management:bootstrap' },
+  rules: [
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+    {
+      apiGroups: ['certificates.k8s.io'],
+      resources: ['certificatesigningrequests'],
+      verbs: ['create', 'get', 'list', 'watch'],
+    },
+    {
+      apiGroups: ['cluster.open-cluster-management.io'],
+      resources: ['managedclusters'],
+      verbs: ['get', 'create', 'list', 'watch'],
+    },
+    {
+      apiGroups: ['cluster.open-cluster-management.io'],
+      resources: ['managedclustersets/join'],
+      verbs: ['create'],
+    },
+  ],
+};
+
+export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
+  await client.apply(
+    `/api/v1/namespaces/${name}`,
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+    fieldManager,
+  );
+}
+
+/**
+ * Applies every CRD in `dir` and waits until each is Established. OCM ships
+ * some as Go templates (the webhook caBundle and namespace); `conversion`
+ * replaces their conversion stanza with one that reaches the local webhook.
+ */
+export async function applyCrds(client: KubeClient, dir: string, conversion?: unknown): Promise<void> {
+  const names: string[] = [];
+  for (const file of readdirSync(dir).sort()) {
+    if (!file.endsWith('.yaml')) continue;
+    const text = readFileSync(path.join(dir, file), 'utf8').replace(/\{\{[^}]*\}\}/g, 'templated');
+    for (const doc of parseAllDocuments(text)) {
+      const crd = doc.toJSON() as (KubeObject & { spec: { conversion?: unknown } }) | null;
+      if (!crd || crd.kind !== 'CustomResourceDefinition') continue;
+      if (crd.spec.conversion && (crd.spec.conversion as { strategy?: string }).strategy === 'Webhook') {
+        if (!conversion) throw new Error(`${file} needs a conversion webhook`);
+        crd.spec.conversion = conversion;
+      }
+      const name = crd.metadata?.name ?? '';
+      await client.apply(
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
+        crd,
+        fieldManager,
+      );
+      names.push(name);
+    }
+  }
+  for (const name of names) {
+    await waitFor(`CRD ${name} to be established`, async () => {
+      const crd = await client.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
+      );
+      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+    });
+  }
+}
