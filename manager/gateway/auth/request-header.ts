@@ -1,0 +1,129 @@
+/**
+ * Front-proxy ("requestheader") authentication, as Kubernetes'
+ * headerrequest and x509 verifier do it for aggregated API servers: the
+ * kube-aggregator authenticates the end user, then calls us with its proxy
+ * client certificate and the identity in X-Remote-User / X-Remote-Group /
+ * X-Remote-Extra-*. Those headers are trusted only after the certificate
+ * chain verifies against the front-proxy CA and its CN is an allowed name.
+ *
+ * One deliberate difference from Kubernetes: a request that carries a
+ * username header without such a certificate is rejected with 401 (a
+ * RejectedCredentialsError that stops the authenticator chain) instead of
+ * having the headers ignored, so a spoofed or misrouted identity never
+ * silently becomes some other identity.
+ */
+import type { IncomingMessage } from 'node:http';
+import { RejectedCredentialsError } from './auth-errors.ts';
+import {
+  defaultUsernameHeaders,
+  parseRequestHeaderConfig,
+  type RequestHeaderConfig,
+} from './authentication-config.ts';
+import { allHeaderValues, firstHeaderValue, removeHeaders } from './header-utils.ts';
+import type { Authenticator, UserInfo } from './user.ts';
+import { peerCertificates, subjectNames, verifyClientChain } from './x509-chain.ts';
+
+export interface RequestHeaderAuthenticatorOptions {
+  /** Initial ConfigMap data; without it every identity header is rejected until update(). */
+  configMapData?: Record<string, string>;
+  /** Clock for certificate validity, injectable for tests. */
+  now?: () => Date;
+}
+
+export class RequestHeaderAuthenticator implements Authenticator {
+  #config: RequestHeaderConfig | undefined;
+  readonly #now: () => Date;
+
+  constructor(options: RequestHeaderAuthenticatorOptions = {}) {
+    this.#now = options.now ?? (() => new Date());
+    if (options.configMapData) this.update(options.configMapData);
+  }
+
+  /**
+   * Applies a new revision of `kube-system/extension-apiserver-authentication`.
+   * Throws on malformed data and keeps the previous configuration.
+   */
+  update(configMapData: Record<string, string> | undefined): void {
+    this.#config = parseRequestHeaderConfig(configMapData);
+  }
+
+  get configured(): boolean {
+    return this.#config !== undefined;
+  }
+
+  async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
+    const config = this.#config;
+    // Spoofing is checked against the default header too: while the
+    // configuration is missing, or names other headers, an X-Remote-User
+    // still means the caller expects to be someone it cannot prove.
+    const usernameHeaders = config
+      ? [...config.usernameHeaders, ...defaultUsernameHeaders]
+      : defaultUsernameHeaders;
+    const claimed = firstHeaderValue(req, usernameHeaders);
+    if (claimed === undefined) return undefined;
+    if (!config) throw rejected('front-proxy authentication is not configured');
+
+    const peer = peerCertificates(req);
+    if (!peer) throw rejected('no client certificate presented');
+    const verification = verifyClientChain(peer, config.roots, this.#now());
+    if (!verification.ok) throw rejected(verification.reason);
+    const { commonName } = subjectNames(peer.leaf);
+    if (config.allowedNames.length > 0 && !config.allowedNames.includes(commonName)) {
+      throw rejected(`client certificate CN "${commonName}" is not an allowed front-proxy name`);
+    }
+
+    // Only the configured headers carry the identity; the default one merely
+    // triggered the check above.
+    const name = firstHeaderValue(req, config.usernameHeaders);
+    if (name === undefined) throw rejected('identity header is not one of the configured username headers');
+    const uid = firstHeaderValue(req, config.uidHeaders);
+    const user: UserInfo = {
+      name,
+      groups: allHeaderValues(req, config.groupHeaders),
+      extra: extraFromHeaders(req, config.extraHeaderPrefixes),
+      ...(uid ? { uid } : {}),
+    };
+    removeHeaders(req, (header) => isIdentityHeader(header, config, usernameHeaders));
+    return user;
+  }
+}
+
+function rejected(reason: string): RejectedCredentialsError {
+  return new RejectedCredentialsError(`front-proxy identity headers rejected: ${reason}`);
+}
+
+/**
+ * `<prefix><key>` headers become extra[key]: Kubernetes lower-cases the key,
+ * then percent-decodes it (so a key may carry "/" and other characters that
+ * are not legal in header names), and keeps each header value as one item.
+ */
+function extraFromHeaders(req: IncomingMessage, prefixes: readonly string[]): Record<string, string[]> {
+  const extra: Record<string, string[]> = {};
+  for (const prefix of prefixes) {
+    for (const header of Object.keys(req.headersDistinct)) {
+      if (!header.startsWith(prefix) || header.length === prefix.length) continue;
+      const key = unescapeExtraKey(header.slice(prefix.length));
+      const values = allHeaderValues(req, [header]);
+      if (values.length > 0) extra[key] = [...(extra[key] ?? []), ...values];
+    }
+  }
+  return extra;
+}
+
+// Go's url.PathUnescape falls back to the raw key when it is malformed.
+function unescapeExtraKey(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return encoded;
+  }
+}
+
+function isIdentityHeader(header: string, config: RequestHeaderConfig, usernameHeaders: string[]): boolean {
+  return (
+    usernameHeaders.includes(header) ||
+    config.uidHeaders.includes(header) ||
+    config.groupHeaders.includes(header) ||
+    config.extraHeaderPrefixes.some((prefix) => header.startsWith(prefix))
+  );
+}

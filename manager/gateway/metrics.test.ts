@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  enableProcessMetrics,
+  metricsText,
+  recordProxiedRequest,
+  setUpstreamConnectionsSource,
+  trackInflightRequest,
+} from './metrics.ts';
+
+test('proxied requests are exposed under the Go original metric names', async () => {
+  recordProxiedRequest({ cluster: 'cluster-1', resource: 'pods', verb: 'list', code: 200, seconds: 0.03 });
+  recordProxiedRequest({ cluster: 'cluster-1', resource: 'pods', verb: 'list', code: 200, seconds: 12 });
+  const text = await metricsText();
+  assert.match(
+    text,
+    /^ocm_proxy_proxied_resource_requests_by_resource_total\{resource="pods",verb="list",code="200"\} 2$/m,
+  );
+  assert.match(text, /^ocm_proxy_proxied_requests_by_cluster_total\{cluster="cluster-1",code="200"\} 2$/m);
+  const bucket = (le: string) =>
+    new RegExp(
+      `^ocm_proxy_proxied_request_duration_seconds_bucket\\{le="${le}",resource="pods",verb="list",cluster="cluster-1",code="200"\\} (\\d+)$`,
+      'm',
+    );
+  assert.equal(text.match(bucket('0.005'))?.[1], '0');
+  assert.equal(text.match(bucket('0.05'))?.[1], '1');
+  assert.equal(text.match(bucket('10'))?.[1], '1');
+  assert.equal(text.match(bucket('30'))?.[1], '2');
+  assert.match(text, /^ocm_proxy_proxied_request_duration_seconds_count\{.*cluster="cluster-1".*\} 2$/m);
+});
+
+test('in-flight requests go up and down once per request', async () => {
+  const done = trackInflightRequest();
+  const other = trackInflightRequest();
+  assert.match(await metricsText(), /^cluster_gateway_inflight_requests 2$/m);
+  done();
+  done();
+  assert.match(await metricsText(), /^cluster_gateway_inflight_requests 1$/m);
+  other();
+  assert.match(await metricsText(), /^cluster_gateway_inflight_requests 0$/m);
+});
+
+test('upstream connections are read from the source at scrape time', async () => {
+  let pools = new Map([
+    ['cluster-1', 3],
+    ['cluster-2', 1],
+  ]);
+  setUpstreamConnectionsSource(() => pools);
+  let text = await metricsText();
+  assert.match(text, /^cluster_gateway_upstream_connections\{cluster="cluster-1"\} 3$/m);
+  assert.match(text, /^cluster_gateway_upstream_connections\{cluster="cluster-2"\} 1$/m);
+  pools = new Map([['cluster-2', 0]]);
+  text = await metricsText();
+  assert.doesNotMatch(text, /cluster="cluster-1"\} 3/);
+  assert.match(text, /^cluster_gateway_upstream_connections\{cluster="cluster-2"\} 0$/m);
+});
+
+test('process metrics can be enabled (idempotently) next to the gateway metrics', async () => {
+  enableProcessMetrics();
+  enableProcessMetrics();
+  const text = await metricsText();
+  assert.match(text, /^process_cpu_user_seconds_total /m);
+  assert.match(text, /^nodejs_heap_size_total_bytes /m);
+});
