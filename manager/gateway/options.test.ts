@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { type GatewayOptions, helpText, OptionsError, parseOptions } from './options.ts';
+
+function parsed(argv: string[]): GatewayOptions {
+  const o = parseOptions(argv);
+  if (o === 'help') throw new Error('unexpected help');
+  return o;
+}
+
+test('defaults match the original where it has the setting', () => {
+  const o = parsed([]);
+  assert.equal(o.securePort, 9443);
+  assert.equal(o.secretNamespace, 'open-cluster-management-credentials');
+  assert.equal(o.ocmIntegration, true);
+  assert.deepEqual(o.featureGates, { HealthinessCheck: true, ClientIdentityPenetration: false });
+});
+
+test('the original feature gates are accepted', () => {
+  const o = parsed([
+    '--feature-gates=HealthinessCheck=false,SecretCache=true,ClientIdentityPenetration=true',
+  ]);
+  assert.deepEqual(o.featureGates, { HealthinessCheck: false, ClientIdentityPenetration: true });
+});
+
+test('bad input gets an error that says what to fix', () => {
+  assert.throws(
+    () => parseOptions(['--secure-port=http']),
+    (e: Error) => e instanceof OptionsError && /secure-port/.test(e.message),
+  );
+  assert.throws(() => parseOptions(['--feature-gates=Nope=true']), /unknown gate "Nope"/);
+  assert.throws(() => parseOptions(['--tls-cert-file=a']), /must be given together/);
+  assert.throws(() => parseOptions(['--no-such-flag']), /--help/);
+  assert.throws(() => parseOptions(['--log-level=loud']), /log-level/);
+});
+
+test('--help documents every flag', () => {
+  assert.equal(parseOptions(['--help']), 'help');
+  for (const flag of ['--secure-port', '--secret-namespace', '--feature-gates', '--reject-unhealthy']) {
+    assert.ok(helpText().includes(flag), flag);
+  }
+});

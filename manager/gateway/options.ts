@@ -1,0 +1,194 @@
+/**
+ * Command-line flags of the gateway. Names follow the Go oam-dev/cluster-gateway
+ * where it has the same setting, so existing charts and manifests keep their
+ * meaning; flags the original has that do not apply here are rejected with a
+ * message that says so rather than silently ignored.
+ */
+import { parseArgs } from 'node:util';
+
+export interface GatewayOptions {
+  securePort: number;
+  bindAddress: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  kubeconfig?: string;
+  secretNamespace: string;
+  ocmIntegration: boolean;
+  featureGates: FeatureGates;
+  authorizeProxySubpath: boolean;
+  healthCheckIntervalSeconds: number;
+  rejectUnhealthy: boolean;
+  authorizationAllowTtlSeconds: number;
+  authorizationDenyTtlSeconds: number;
+  logLevel: string;
+  userAgent: string;
+}
+
+export interface FeatureGates {
+  /** Probe each cluster and report status.healthy (on by default here; off in the original). */
+  HealthinessCheck: boolean;
+  /** Impersonate the hub user on the managed cluster for every proxied request. */
+  ClientIdentityPenetration: boolean;
+}
+
+const knownGates: Record<string, keyof FeatureGates | 'cached'> = {
+  HealthinessCheck: 'HealthinessCheck',
+  ClientIdentityPenetration: 'ClientIdentityPenetration',
+  // Always on here: clusters come from informer caches only.
+  SecretCache: 'cached',
+  OCMClusterCache: 'cached',
+};
+
+const flags = {
+  'secure-port': { type: 'string', default: '9443', help: 'HTTPS port of the aggregated API server' },
+  'bind-address': { type: 'string', default: '0.0.0.0', help: 'address to listen on' },
+  'tls-cert-file': {
+    type: 'string',
+    help: 'serving certificate (PEM); reloaded when the file changes. Default: a self-signed one',
+  },
+  'tls-private-key-file': { type: 'string', help: 'serving key (PEM) for --tls-cert-file' },
+  kubeconfig: {
+    type: 'string',
+    help: 'hub kubeconfig; default: KUBECONFIG, then in-cluster service account',
+  },
+  'secret-namespace': {
+    type: 'string',
+    default: 'open-cluster-management-credentials',
+    help: 'namespace of cluster credential Secrets (label cluster.core.oam.dev/cluster-credential-type)',
+  },
+  'ocm-integration': {
+    type: 'string',
+    default: 'true',
+    help: 'also serve OCM ManagedClusters (endpoint and CA from spec.managedClusterClientConfigs)',
+  },
+  'feature-gates': {
+    type: 'string',
+    default: '',
+    help: 'comma-separated Gate=true|false: HealthinessCheck (default true), ClientIdentityPenetration (default false); SecretCache and OCMClusterCache are accepted and always on',
+  },
+  'authorize-proxy-subpath': {
+    type: 'string',
+    default: 'false',
+    help: 'also authorize the proxied request itself against the hub RBAC (e.g. get pods), as the original',
+  },
+  'health-check-interval': {
+    type: 'string',
+    default: '10',
+    help: 'seconds between /healthz probes of each cluster',
+  },
+  'reject-unhealthy': {
+    type: 'string',
+    default: 'false',
+    help: 'answer 503 at once for clusters whose last probe failed, instead of trying them',
+  },
+  'authorization-allow-ttl': {
+    type: 'string',
+    default: '10',
+    help: 'seconds an allowed SubjectAccessReview is cached',
+  },
+  'authorization-deny-ttl': {
+    type: 'string',
+    default: '5',
+    help: 'seconds a denied SubjectAccessReview is cached',
+  },
+  'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error or fatal' },
+  'user-agent': {
+    type: 'string',
+    default: 'cluster-gateway',
+    help: 'User-Agent for requests to managed clusters',
+  },
+  help: { type: 'boolean', default: false, help: 'show this help' },
+} as const;
+
+export class OptionsError extends Error {}
+
+export function helpText(): string {
+  const lines = ['Usage: node manager/gateway/main.ts [flags]', '', 'Flags:'];
+  for (const [name, spec] of Object.entries(flags)) {
+    const def =
+      'default' in spec && spec.default !== '' && spec.type === 'string' ? ` (default ${spec.default})` : '';
+    lines.push(`  --${name}`.padEnd(30) + spec.help + def);
+  }
+  return lines.join('\n');
+}
+
+export function parseOptions(argv: string[]): GatewayOptions | 'help' {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    const parsed = parseArgs({
+      args: argv,
+      options: Object.fromEntries(
+        Object.entries(flags).map(([k, v]) => [
+          k,
+          { type: v.type, ...('default' in v ? { default: v.default } : {}) },
+        ]),
+      ) as Parameters<typeof parseArgs>[0] extends { options?: infer O } ? O : never,
+      strict: true,
+      allowPositionals: false,
+    });
+    values = parsed.values as Record<string, string | boolean | undefined>;
+  } catch (err) {
+    throw new OptionsError(`${(err as Error).message}\nRun with --help to see the flags.`);
+  }
+  if (values.help) return 'help';
+  const str = (k: string) => values[k] as string | undefined;
+  const certFile = str('tls-cert-file');
+  const keyFile = str('tls-private-key-file');
+  if (Boolean(certFile) !== Boolean(keyFile)) {
+    throw new OptionsError('--tls-cert-file and --tls-private-key-file must be given together');
+  }
+  const logLevel = str('log-level') ?? 'info';
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(logLevel)) {
+    throw new OptionsError(`--log-level: "${logLevel}" is not one of trace, debug, info, warn, error, fatal`);
+  }
+  return {
+    securePort: integer('secure-port', str('secure-port'), 0, 65535),
+    bindAddress: str('bind-address') ?? '0.0.0.0',
+    ...(certFile ? { tlsCertFile: certFile } : {}),
+    ...(keyFile ? { tlsPrivateKeyFile: keyFile } : {}),
+    ...(str('kubeconfig') ? { kubeconfig: str('kubeconfig') } : {}),
+    secretNamespace: str('secret-namespace') ?? '',
+    ocmIntegration: bool('ocm-integration', str('ocm-integration')),
+    featureGates: parseFeatureGates(str('feature-gates') ?? ''),
+    authorizeProxySubpath: bool('authorize-proxy-subpath', str('authorize-proxy-subpath')),
+    healthCheckIntervalSeconds: integer('health-check-interval', str('health-check-interval'), 1, 3600),
+    rejectUnhealthy: bool('reject-unhealthy', str('reject-unhealthy')),
+    authorizationAllowTtlSeconds: integer('authorization-allow-ttl', str('authorization-allow-ttl'), 0, 3600),
+    authorizationDenyTtlSeconds: integer('authorization-deny-ttl', str('authorization-deny-ttl'), 0, 3600),
+    logLevel,
+    userAgent: str('user-agent') ?? 'cluster-gateway',
+  };
+}
+
+export function parseFeatureGates(text: string): FeatureGates {
+  const gates: FeatureGates = { HealthinessCheck: true, ClientIdentityPenetration: false };
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const [name, value] = part.split('=');
+    const gate = name ? knownGates[name] : undefined;
+    if (!gate) {
+      throw new OptionsError(
+        `--feature-gates: unknown gate "${name}"; known: ${Object.keys(knownGates).join(', ')}`,
+      );
+    }
+    const on = bool(`--feature-gates ${name}`, value);
+    if (gate !== 'cached') gates[gate] = on;
+  }
+  return gates;
+}
+
+function bool(name: string, value: string | undefined): boolean {
+  if (value === 'true' || value === '') return true;
+  if (value === 'false') return false;
+  throw new OptionsError(`--${name.replace(/^--/, '')}: "${value}" is not true or false`);
+}
+
+function integer(name: string, value: string | undefined, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new OptionsError(`--${name}: "${value}" is not a whole number between ${min} and ${max}`);
+  }
+  return n;
+}
