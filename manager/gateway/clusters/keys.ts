@@ -1,0 +1,9 @@
+/**
+ * Label and annotation keys of the Go original's credential Secrets
+ * (pkg/common, clustergateway_types_secret.go). They are part of the
+ * wire contract: KubeVela and OCM tooling write these exact keys.
+ */
+export const labelCredentialType = 'cluster.core.oam.dev/cluster-credential-type';
+export const labelEndpointType = 'cluster.core.oam.dev/cluster-endpoint-type';
+export const annotationHealthy = 'status.cluster.core.oam.dev/healthy';
+export const annotationHealthyReason = 'status.cluster.core.oam.dev/healthy-reason';

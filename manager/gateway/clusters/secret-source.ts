@@ -1,0 +1,237 @@
+/**
+ * Clusters from credential Secrets, the Go original's primary source
+ * (clustergateway_types_secret.go): one Secret per cluster in the secret
+ * namespace, named after the cluster, labelled with
+ * `cluster.core.oam.dev/cluster-credential-type`.
+ *
+ * parseClusterSecret never throws and never drops a Secret: whatever is
+ * wrong with it becomes an endpoint or credential problem, so the cluster
+ * is listed with a clear reason instead of silently missing (the original
+ * logged a warning and skipped it).
+ */
+import type { KubeObject } from '../../../shared/kube/client.ts';
+import { Informer, type InformerClient, type InformerOptions } from '../../../shared/kube/informer.ts';
+import type { ClusterHealth, Credential, EndpointType } from './cluster.ts';
+import {
+  annotationHealthy,
+  annotationHealthyReason,
+  labelCredentialType,
+  labelEndpointType,
+} from './keys.ts';
+import { publicAnnotations } from './metadata.ts';
+import { isPemCertificate, parseEndpointAddress, parseGoBool, parseProxyUrl } from './parse-util.ts';
+
+export interface SecretObject extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+}
+
+/**
+ * What one credential Secret says about its cluster. Endpoint parts are kept
+ * apart (address, CA, proxy) because with OCM integration the address and CA
+ * may come from the ManagedCluster instead (see merge.ts); each part carries
+ * its own problem.
+ */
+export interface SecretClusterInfo {
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  creationTimestamp: string;
+  /** Declared by the endpoint-type label; Const when absent. */
+  endpointType: EndpointType;
+  endpointTypeProblem?: string;
+  /** From data key `endpoint`, normalised (https:// added when no scheme is given). */
+  address?: string;
+  addressProblem?: string;
+  /** PEM CA from data key `ca.crt` or `ca`. */
+  caBundle?: string;
+  caProblem?: string;
+  proxyUrl?: string;
+  proxyProblem?: string;
+  /** Declared by the credential-type label (normalised), even when the data is incomplete. */
+  credentialType?: string;
+  credential?: Credential;
+  credentialProblem?: string;
+  /** From the status annotations, when present. */
+  health?: ClusterHealth;
+}
+
+const credentialAliases: Record<string, string> = {
+  ServiceAccountToken: 'ServiceAccountToken',
+  X509Certificate: 'X509Certificate',
+  // docs/local-run.md of the original says X509 although its code only accepts X509Certificate.
+  X509: 'X509Certificate',
+  Dynamic: 'Dynamic',
+};
+
+function decode(data: Record<string, string> | undefined, key: string): string | undefined {
+  const raw = data?.[key];
+  if (raw === undefined) return undefined;
+  return Buffer.from(raw, 'base64').toString('utf8');
+}
+
+export function parseClusterSecret(secret: SecretObject): SecretClusterInfo {
+  const meta = secret.metadata ?? {};
+  const labels = { ...(meta.labels ?? {}) };
+  const annotations = meta.annotations ?? {};
+  const data = secret.data;
+  const info: SecretClusterInfo = {
+    name: meta.name ?? '',
+    labels,
+    annotations: publicAnnotations(annotations),
+    creationTimestamp: typeof meta.creationTimestamp === 'string' ? meta.creationTimestamp : '',
+    endpointType: 'Const',
+  };
+
+  const endpointType = labels[labelEndpointType] ?? 'Const';
+  if (endpointType === 'Const' || endpointType === 'ClusterProxy') info.endpointType = endpointType;
+  else {
+    info.endpointTypeProblem = `label ${labelEndpointType}=${JSON.stringify(endpointType)} is not supported (use Const or ClusterProxy)`;
+  }
+
+  const endpoint = decode(data, 'endpoint');
+  if (endpoint === undefined || !endpoint.trim()) info.addressProblem = 'data key endpoint is missing';
+  else {
+    const address = parseEndpointAddress(endpoint, 'data key endpoint');
+    if (address.ok) info.address = address.value;
+    else info.addressProblem = address.problem;
+  }
+
+  const caKey = data?.['ca.crt'] !== undefined ? 'ca.crt' : 'ca';
+  const ca = decode(data, caKey);
+  if (ca?.trim()) {
+    if (isPemCertificate(ca)) info.caBundle = ca;
+    else info.caProblem = `data key ${caKey} is not a PEM certificate`;
+  }
+
+  const proxy = decode(data, 'proxy-url');
+  if (proxy?.trim()) {
+    const parsed = parseProxyUrl(proxy, 'data key proxy-url');
+    if (parsed.ok) info.proxyUrl = parsed.value;
+    else info.proxyProblem = parsed.problem;
+  }
+
+  parseCredential(data, labels[labelCredentialType], info);
+
+  const healthy = annotations[annotationHealthy];
+  const reason = annotations[annotationHealthyReason];
+  if (healthy !== undefined) {
+    const value = parseGoBool(healthy);
+    info.health =
+      value === undefined
+        ? { healthy: false, reason: `invalid ${annotationHealthy} annotation ${JSON.stringify(healthy)}` }
+        : { healthy: value, ...(reason ? { reason } : {}) };
+  } else if (reason) {
+    info.health = { healthy: false, reason };
+  }
+  return info;
+}
+
+function parseCredential(
+  data: Record<string, string> | undefined,
+  declared: string | undefined,
+  info: SecretClusterInfo,
+): void {
+  if (declared === undefined) {
+    info.credentialProblem = `label ${labelCredentialType} is missing`;
+    return;
+  }
+  const type = credentialAliases[declared];
+  if (!type) {
+    info.credentialType = declared;
+    info.credentialProblem = `credential type ${JSON.stringify(declared)} is not supported (use ServiceAccountToken, X509Certificate or Dynamic)`;
+    return;
+  }
+  info.credentialType = type;
+  switch (type) {
+    case 'ServiceAccountToken': {
+      // A token read from a file usually ends with a newline, which would break the header.
+      const token = decode(data, 'token')?.trim();
+      if (token) info.credential = { type, token };
+      else info.credentialProblem = 'credential type ServiceAccountToken needs data key token';
+      return;
+    }
+    case 'X509Certificate': {
+      const certificate = decode(data, 'tls.crt');
+      const privateKey = decode(data, 'tls.key');
+      const missing = [!certificate?.trim() && 'tls.crt', !privateKey?.trim() && 'tls.key'].filter(Boolean);
+      if (missing.length || !certificate || !privateKey) {
+        info.credentialProblem = `credential type X509Certificate needs data key ${missing.join(' and ')}`;
+      } else if (!isPemCertificate(certificate)) {
+        info.credentialProblem = 'data key tls.crt is not a PEM certificate';
+      } else if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(privateKey)) {
+        info.credentialProblem = 'data key tls.key is not a PEM private key';
+      } else {
+        info.credential = { type, certificate, privateKey };
+      }
+      return;
+    }
+    default: {
+      info.credential = { type: 'Dynamic' };
+      info.credentialProblem = dynamicProblem(decode(data, 'exec'));
+    }
+  }
+}
+
+/**
+ * The original runs the exec plugin inside the gateway (PR #149). This
+ * gateway does not run plugins yet, so a Dynamic cluster is listed but
+ * cannot be proxied; the message says exactly that.
+ */
+function dynamicProblem(exec: string | undefined): string {
+  if (!exec?.trim())
+    return 'credential type Dynamic needs data key exec (a client.authentication.k8s.io ExecConfig)';
+  let config: { command?: unknown };
+  try {
+    config = JSON.parse(exec) as { command?: unknown };
+  } catch {
+    return 'data key exec is not valid JSON';
+  }
+  if (typeof config?.command !== 'string' || !config.command) return 'data key exec has no command';
+  return `exec credential plugins are not supported by this gateway yet (command ${JSON.stringify(config.command)} was not run)`;
+}
+
+/** Receives parsed Secrets; the registry implements it. */
+export interface SecretSink {
+  setSecret(name: string, info: SecretClusterInfo | undefined): void;
+}
+
+export interface SecretSourceOptions {
+  namespace: string;
+  informer?: Partial<Omit<InformerOptions, 'path' | 'labelSelector'>>;
+}
+
+/** Watches credential Secrets and feeds them, parsed, to a sink. */
+export class SecretSource {
+  readonly informer: Informer<SecretObject>;
+
+  constructor(client: InformerClient, options: SecretSourceOptions, sink: SecretSink) {
+    this.informer = new Informer<SecretObject>(client, {
+      ...options.informer,
+      path: `/api/v1/namespaces/${encodeURIComponent(options.namespace)}/secrets`,
+      // LIST filters on Exists, as the original does.
+      labelSelector: labelCredentialType,
+    });
+    const update = (secret: SecretObject) => {
+      const info = parseClusterSecret(secret);
+      sink.setSecret(info.name, info);
+    };
+    this.informer.on({
+      onAdd: update,
+      onUpdate: (_old, secret) => update(secret),
+      onDelete: (secret) => sink.setSecret(secret.metadata?.name ?? '', undefined),
+    });
+  }
+
+  get hasSynced(): boolean {
+    return this.informer.hasSynced;
+  }
+
+  start(): Promise<void> {
+    return this.informer.start();
+  }
+
+  stop(): void {
+    this.informer.stop();
+  }
+}
