@@ -10,6 +10,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type LocalCluster, startApiserver, startControllerManager } from './apiserver.ts';
 import { startEtcd } from './etcd.ts';
+import { type LocalGateway, startGateway } from './gateway.ts';
 import { joinManagedCluster, startOcmHub } from './ocm.ts';
 import { Supervisor } from './supervisor.ts';
 
@@ -17,6 +18,10 @@ export interface EnvironmentOptions {
   /** Where kubeconfigs, certificates, logs and etcd data go; wiped at start. */
   stateDir: string;
   managedClusters?: string[];
+  /** Start the ClusterGateway aggregated API server (default true). */
+  gateway?: boolean;
+  /** Extra flags for the gateway. */
+  gatewayArgs?: string[];
   log?: (line: string) => void;
 }
 
@@ -24,6 +29,7 @@ export interface Environment {
   stateDir: string;
   hub: LocalCluster;
   managed: LocalCluster[];
+  gateway?: LocalGateway;
   supervisor: Supervisor;
   stop(): Promise<void>;
 }
@@ -33,6 +39,7 @@ export interface EnvironmentState {
   stateDir: string;
   hub: { name: string; server: string; kubeconfig: string };
   managed: { name: string; server: string; kubeconfig: string }[];
+  gateway?: { url: string; port: number };
 }
 
 export async function startEnvironment(options: EnvironmentOptions): Promise<Environment> {
@@ -63,16 +70,24 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
     }
     await Promise.all(managed.map((cluster) => joinManagedCluster(supervisor, ocmHub, cluster, stateDir)));
     step(`${names.length} managed clusters joined and available`);
+    let gateway: LocalGateway | undefined;
+    if (options.gateway ?? true) {
+      step('starting the cluster gateway and registering its APIService');
+      gateway = await startGateway(supervisor, hub, managed, stateDir, options.gatewayArgs);
+      step(`cluster gateway serving on ${gateway.url}`);
+    }
     const state: EnvironmentState = {
       stateDir,
       hub: pick(hub),
       managed: managed.map(pick),
+      ...(gateway ? { gateway: { url: gateway.url, port: gateway.port } } : {}),
     };
     writeFileSync(path.join(stateDir, 'environment.json'), JSON.stringify(state, null, 2));
     return {
       stateDir,
       hub,
       managed,
+      ...(gateway ? { gateway } : {}),
       supervisor,
       stop: async () => {
         for (const cluster of [hub, ...managed]) cluster.client.close();

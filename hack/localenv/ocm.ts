@@ -161,7 +161,14 @@ export async function joinManagedCluster(
   });
   const alive = () => registrationAgent.assertRunning();
 
-  // Acceptance, as `clusteradm accept` does it.
+  // Acceptance, as `clusteradm accept` does it. The agent creates its
+  // ManagedCluster with the bootstrap identity, which it drops once its CSR is
+  // signed: wait for the ManagedCluster first, then approve.
+  await waitFor(
+    `ManagedCluster ${name}`,
+    () => hub.getOptional(`/apis/cluster.open-cluster-management.io/v1/managedclusters/${name}`),
+    { timeoutMs: 90_000, failFast: alive },
+  );
   const csr = await waitFor(
     `the registration CSR of ${name}`,
     async () => {
@@ -173,13 +180,6 @@ export async function joinManagedCluster(
     { timeoutMs: 90_000, failFast: alive },
   );
   await approveCsr(hub, csr, 'AcceptedByLocalEnvironment');
-  await waitFor(
-    `ManagedCluster ${name}`,
-    () => hub.getOptional(`/apis/cluster.open-cluster-management.io/v1/managedclusters/${name}`),
-    {
-      failFast: alive,
-    },
-  );
   await hub.mergePatch(`/apis/cluster.open-cluster-management.io/v1/managedclusters/${name}`, {
     spec: { hubAcceptsClient: true },
   });

@@ -1,0 +1,238 @@
+/**
+ * Runs the gateway on the hub the way a cluster would: as its own
+ * ServiceAccount with the RBAC an aggregated API server needs, registered
+ * with the kube-aggregator through an APIService and an ExternalName Service
+ * pointing at localhost. Also gives the gateway a credential for each
+ * managed cluster (a ServiceAccount token Secret, what OCM's
+ * managed-serviceaccount addon provides in production).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import type { LocalCluster } from './apiserver.ts';
+import { repoRoot } from './binaries.ts';
+import { writeKubeconfig } from './kubeconfig.ts';
+import { ensureNamespace } from './ocm.ts';
+import { freePort } from './ports.ts';
+import type { ManagedProcess, Supervisor } from './supervisor.ts';
+import { waitFor } from './wait.ts';
+
+export const gatewayNamespace = 'cluster-gateway-system';
+export const credentialNamespace = 'open-cluster-management-credentials';
+const fieldManager = 'local-environment';
+const apiServiceName = 'v1alpha1.cluster.core.oam.dev';
+
+export interface LocalGateway {
+  port: number;
+  process: ManagedProcess;
+  /** Direct URL of the gateway (bypassing the aggregator), for benchmarks. */
+  url: string;
+  kubeconfig: string;
+}
+
+export async function startGateway(
+  supervisor: Supervisor,
+  hub: LocalCluster,
+  managed: LocalCluster[],
+  stateDir: string,
+  extraArgs: string[] = [],
+): Promise<LocalGateway> {
+  const client = hub.client;
+  await ensureNamespace(client, gatewayNamespace);
+  await ensureNamespace(client, credentialNamespace);
+  for (const obj of gatewayRbac()) await client.apply(objectPath(obj), obj, fieldManager);
+  for (const cluster of managed) await provisionCredential(client, cluster);
+
+  const dir = path.join(stateDir, 'gateway');
+  mkdirSync(dir, { recursive: true });
+  const serving = await hub.pki.ca.issue({
+    commonName: 'cluster-gateway',
+    dnsNames: [`cluster-gateway.${gatewayNamespace}.svc`, 'localhost'],
+    ipAddresses: ['127.0.0.1'],
+    usage: 'server',
+  });
+  writeFileSync(path.join(dir, 'tls.crt'), serving.cert);
+  writeFileSync(path.join(dir, 'tls.key'), serving.key, { mode: 0o600 });
+  const token = await client.create<KubeObject & { status: { token: string } }>(
+    `/api/v1/namespaces/${gatewayNamespace}/serviceaccounts/cluster-gateway/token`,
+    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 86400 } },
+  );
+  const kubeconfig = writeKubeconfig(path.join(dir, 'serviceaccount.kubeconfig'), {
+    name: 'hub',
+    server: hub.server,
+    caCert: hub.pki.ca.cert,
+    token: token.status.token,
+  });
+  const port = await freePort();
+  const process_ = supervisor.start('hub-cluster-gateway', process.execPath, {
+    args: [
+      path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
+      `--secure-port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--tls-cert-file=${path.join(dir, 'tls.crt')}`,
+      `--tls-private-key-file=${path.join(dir, 'tls.key')}`,
+      `--kubeconfig=${kubeconfig}`,
+      `--secret-namespace=${credentialNamespace}`,
+      '--health-check-interval=2',
+      ...extraArgs,
+    ],
+  });
+  await client.apply(
+    `/api/v1/namespaces/${gatewayNamespace}/services/cluster-gateway`,
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'cluster-gateway', namespace: gatewayNamespace },
+      spec: { type: 'ExternalName', externalName: 'localhost' },
+    },
+    fieldManager,
+  );
+  await client.apply(
+    `/apis/apiregistration.k8s.io/v1/apiservices/${apiServiceName}`,
+    {
+      apiVersion: 'apiregistration.k8s.io/v1',
+      kind: 'APIService',
+      metadata: { name: apiServiceName },
+      spec: {
+        group: 'cluster.core.oam.dev',
+        version: 'v1alpha1',
+        service: { namespace: gatewayNamespace, name: 'cluster-gateway', port },
+        caBundle: Buffer.from(hub.pki.ca.cert).toString('base64'),
+        groupPriorityMinimum: 5000,
+        versionPriority: 10,
+      },
+    },
+    fieldManager,
+  );
+  await waitFor(
+    'the ClusterGateway APIService to become available',
+    async () => {
+      const svc = await client.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/apiregistration.k8s.io/v1/apiservices/${apiServiceName}`,
+      );
+      return svc.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
+    },
+    { timeoutMs: 60_000, failFast: () => process_.assertRunning() },
+  );
+  return { port, process: process_, url: `https://127.0.0.1:${port}`, kubeconfig };
+}
+
+/**
+ * A ServiceAccount on the managed cluster, bound to cluster-admin, whose
+ * token the gateway uses; stored as the original's credential Secret.
+ */
+async function provisionCredential(hub: KubeClient, cluster: LocalCluster): Promise<void> {
+  const spoke = cluster.client;
+  const ns = 'kube-system';
+  await spoke.apply(
+    `/api/v1/namespaces/${ns}/serviceaccounts/cluster-gateway`,
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'cluster-gateway', namespace: ns } },
+    fieldManager,
+  );
+  await spoke.apply(
+    '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/cluster-gateway-admin',
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'cluster-gateway-admin' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: 'cluster-gateway', namespace: ns }],
+    },
+    fieldManager,
+  );
+  const token = await spoke.create<KubeObject & { status: { token: string } }>(
+    `/api/v1/namespaces/${ns}/serviceaccounts/cluster-gateway/token`,
+    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 86400 * 7 } },
+  );
+  await hub.apply(
+    `/api/v1/namespaces/${credentialNamespace}/secrets/${cluster.name}`,
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: cluster.name,
+        namespace: credentialNamespace,
+        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken' },
+      },
+      // Endpoint and CA come from the ManagedCluster (OCM integration); the Secret holds the credential.
+      stringData: { token: token.status.token },
+    },
+    fieldManager,
+  );
+}
+
+/** What the chart grants the gateway on the hub: read clusters, review tokens and access, read auth config. */
+export function gatewayRbac(): KubeObject[] {
+  const sa = { kind: 'ServiceAccount', name: 'cluster-gateway', namespace: gatewayNamespace };
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'cluster-gateway', namespace: gatewayNamespace },
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'cluster-gateway' },
+      rules: [
+        {
+          apiGroups: ['cluster.open-cluster-management.io'],
+          resources: ['managedclusters'],
+          verbs: ['get', 'list', 'watch'],
+        },
+        { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+        { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'cluster-gateway' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-gateway' },
+      subjects: [sa],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'cluster-gateway-credentials', namespace: credentialNamespace },
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'cluster-gateway-credentials', namespace: credentialNamespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cluster-gateway-credentials' },
+      subjects: [sa],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'cluster-gateway-auth-reader', namespace: 'kube-system' },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'Role',
+        name: 'extension-apiserver-authentication-reader',
+      },
+      subjects: [sa],
+    },
+  ];
+}
+
+function objectPath(obj: KubeObject): string {
+  const name = obj.metadata?.name ?? '';
+  const ns = obj.metadata?.namespace;
+  switch (obj.kind) {
+    case 'ServiceAccount':
+      return `/api/v1/namespaces/${ns}/serviceaccounts/${name}`;
+    case 'ClusterRole':
+      return `/apis/rbac.authorization.k8s.io/v1/clusterroles/${name}`;
+    case 'ClusterRoleBinding':
+      return `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${name}`;
+    case 'Role':
+      return `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/${name}`;
+    case 'RoleBinding':
+      return `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings/${name}`;
+    default:
+      throw new Error(`no path for kind ${obj.kind}`);
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * The gateway: an aggregated API server for cluster.core.oam.dev/v1alpha1
+ * ClusterGateway, whose proxy subresource forwards requests to managed
+ * clusters. Run: node manager/gateway/main.ts --help
+ */
+import pino from 'pino';
+import type { KubeObject } from '../../shared/kube/client.ts';
+import { KubeClient } from '../../shared/kube/client.ts';
+import { Informer } from '../../shared/kube/informer.ts';
+import { parseAuthenticationConfig, trustedClientCAs } from './auth/authentication-config.ts';
+import { ClientCertAuthenticator } from './auth/client-cert.ts';
+import { proxiedRequestAttributes } from './auth/request-attributes.ts';
+import { RequestHeaderAuthenticator } from './auth/request-header.ts';
+import { SubjectAccessReviewAuthorizer } from './auth/sar-authorizer.ts';
+import { TokenReviewAuthenticator } from './auth/token-review.ts';
+import { UnionAuthenticator } from './auth/union.ts';
+import { ManagedClusterSource, managedClusterHealth } from './clusters/managedcluster-source.ts';
+import { ClusterRegistry } from './clusters/registry.ts';
+import { SecretSource } from './clusters/secret-source.ts';
+import { HealthProber } from './health/prober.ts';
+import { enableProcessMetrics, recordProxiedRequest, setUpstreamConnectionsSource } from './metrics.ts';
+import { type GatewayOptions, helpText, OptionsError, parseOptions } from './options.ts';
+import { createClusterProxy } from './proxy/index.ts';
+import { createConnectionPools } from './proxy/pool.ts';
+import { createRoutes } from './routes.ts';
+import { ServingEndpoint } from './serving.ts';
+
+let options: GatewayOptions;
+try {
+  const parsed = parseOptions(process.argv.slice(2));
+  if (parsed === 'help') {
+    console.log(helpText());
+    process.exit(0);
+  }
+  options = parsed;
+} catch (err) {
+  if (!(err instanceof OptionsError)) throw err;
+  console.error(`error: ${err.message}`);
+  process.exit(2);
+}
+
+// pino's default serializers never print request headers, so tokens and
+// certificates cannot reach the log through an error object either.
+const log = pino({ level: options.logLevel, base: { component: 'cluster-gateway' } });
+
+const hub = await KubeClient.fromKubeconfig(options.kubeconfig).catch((err: Error) => {
+  log.fatal({ err: err.message }, 'cannot load the hub kubeconfig (--kubeconfig, KUBECONFIG or in-cluster)');
+  process.exit(1);
+});
+
+// Clusters: credential Secrets, OCM ManagedClusters, agent tunnels; all watched, never fetched per request.
+const registry = new ClusterRegistry({
+  onListenerError: (err) => log.warn({ err }, 'cluster listener failed'),
+});
+const informerErrors = (source: string) => ({
+  onError: (err: unknown, phase: string) =>
+    log.warn({ source, phase, err: (err as Error).message }, 'watch interrupted; retrying'),
+});
+const secrets = new SecretSource(
+  hub,
+  { namespace: options.secretNamespace, informer: informerErrors('secrets') },
+  registry,
+);
+registry.addSource(secrets);
+void secrets.start();
+let managedClusters: ManagedClusterSource | undefined;
+if (options.ocmIntegration) {
+  managedClusters = new ManagedClusterSource(hub, { informer: informerErrors('managedclusters') }, registry);
+  registry.addSource(managedClusters);
+  void managedClusters.start();
+}
+
+// Who may call us: the aggregator (front-proxy certificate), client certificates, bearer tokens.
+const requestHeader = new RequestHeaderAuthenticator();
+const clientCert = new ClientCertAuthenticator();
+const authenticator = new UnionAuthenticator({
+  authenticators: [requestHeader, clientCert, new TokenReviewAuthenticator({ client: hub })],
+});
+const authorizer = new SubjectAccessReviewAuthorizer({
+  client: hub,
+  allowTtlMs: options.authorizationAllowTtlSeconds * 1000,
+  denyTtlMs: options.authorizationDenyTtlSeconds * 1000,
+});
+
+const endpoint = await ServingEndpoint.create(
+  { certFile: options.tlsCertFile, keyFile: options.tlsPrivateKeyFile },
+  log,
+);
+const authConfig = new Informer<KubeObject & { data?: Record<string, string> }>(hub, {
+  path: '/api/v1/namespaces/kube-system/configmaps',
+  fieldSelector: 'metadata.name=extension-apiserver-authentication',
+  ...informerErrors('extension-apiserver-authentication'),
+});
+const applyAuthConfig = (cm: { data?: Record<string, string> }) => {
+  try {
+    requestHeader.update(cm.data);
+    clientCert.update(cm.data);
+    endpoint.setClientCAs(trustedClientCAs(parseAuthenticationConfig(cm.data)));
+    log.info({}, 'authentication configuration loaded from kube-system/extension-apiserver-authentication');
+  } catch (err) {
+    log.error(
+      { err: (err as Error).message },
+      'invalid extension-apiserver-authentication ConfigMap; keeping the previous one',
+    );
+  }
+};
+authConfig.on({ onAdd: applyAuthConfig, onUpdate: (_old, cm) => applyAuthConfig(cm) });
+void authConfig.start();
+
+const proxy = createClusterProxy({
+  logger: log,
+  onComplete: (event) => {
+    const url = new URL(event.upstreamPath || '/', 'https://cluster');
+    const attributes = proxiedRequestAttributes(event.method, url.pathname, url.searchParams);
+    recordProxiedRequest({
+      cluster: event.cluster,
+      resource: attributes.kind === 'resource' ? attributes.resource : '',
+      verb: attributes.verb,
+      code: event.code,
+      seconds: event.durationMs / 1000,
+    });
+    if (event.error)
+      log.debug({ cluster: event.cluster, code: event.code, error: event.error }, 'proxied request failed');
+  },
+});
+registry.subscribe((event) => {
+  if (event.type === 'DELETED') proxy.forget(event.cluster.name);
+});
+setUpstreamConnectionsSource(() => {
+  const stats = proxy.stats();
+  return [['all', stats.activeSockets + stats.idleSockets]];
+});
+enableProcessMetrics();
+
+let prober: HealthProber | undefined;
+if (options.featureGates.HealthinessCheck) {
+  prober = new HealthProber({
+    list: () => registry.list(),
+    setHealth: (name, health) => registry.setHealth(name, health),
+    managedClusterHealth: (name) => {
+      const mc = managedClusters?.informer.get(name);
+      return mc
+        ? managedClusterHealth((mc.status as { conditions?: never[] } | undefined)?.conditions)
+        : undefined;
+    },
+    pools: createConnectionPools({ connectTimeoutMs: 5000 }),
+    intervalMs: options.healthCheckIntervalSeconds * 1000,
+    userAgent: options.userAgent,
+    log,
+  });
+}
+
+const routes = createRoutes({
+  directory: registry,
+  authenticator,
+  authorizer,
+  proxy,
+  ready: () => registry.synced && authConfig.hasSynced,
+  impersonateAll: options.featureGates.ClientIdentityPenetration,
+  authorizeProxySubpath: options.authorizeProxySubpath,
+  rejectUnhealthy: options.rejectUnhealthy,
+  log,
+});
+const port = await endpoint.listen(options.securePort, options.bindAddress, routes);
+log.info(
+  { port, secretNamespace: options.secretNamespace, ocmIntegration: options.ocmIntegration },
+  'serving',
+);
+prober?.start();
+
+const shutdown = async (signal: string) => {
+  log.info({ signal }, 'shutting down');
+  prober?.stop();
+  secrets.stop();
+  managedClusters?.stop();
+  authConfig.stop();
+  await endpoint.close();
+  proxy.close();
+  hub.close();
+  process.exit(0);
+};
+process.once('SIGTERM', () => void shutdown('SIGTERM'));
+process.once('SIGINT', () => void shutdown('SIGINT'));

@@ -1,0 +1,237 @@
+/**
+ * The request path of the gateway, in order: operational endpoints ->
+ * authentication -> discovery/OpenAPI -> authorization -> the
+ * clustergateways API (list, get, watch, health) or the proxy.
+ *
+ * A reader following a proxied request goes: server.ts (TLS, sockets) ->
+ * here (who is asking, may they) -> proxy/cluster-proxy.ts (the upstream).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { failureStatus, type KubeStatus, StatusError } from '../../shared/kube/status.ts';
+import { discoveryResponse } from './api/discovery.ts';
+import { openApiResponse } from './api/openapi.ts';
+import { getClusterGateway, listClusterGateways, notFound, notSynced } from './api/read.ts';
+import { errorResponse, writeResponse } from './api/response.ts';
+import { serveWatch, type WatchHistory } from './api/watch.ts';
+import { identityToPenetrate } from './auth/impersonation.ts';
+import { proxiedRequestAttributes, requestAttributes } from './auth/request-attributes.ts';
+import type { Authenticator, AuthorizationAttributes, Authorizer, UserInfo } from './auth/user.ts';
+import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
+import { metricsContentType, metricsText, trackInflightRequest } from './metrics.ts';
+import type { ClusterProxy } from './proxy/index.ts';
+import { matchClusterGatewayPath, parseProxyPath } from './proxy/index.ts';
+
+export interface RouteDeps {
+  directory: ClusterDirectory & Partial<WatchHistory>;
+  authenticator: Authenticator;
+  authorizer: Authorizer;
+  proxy: ClusterProxy;
+  /** True once clusters and the authentication config are loaded. */
+  ready: () => boolean;
+  /** Impersonate the caller on every proxied request (ClientIdentityPenetration). */
+  impersonateAll: boolean;
+  /** Also authorize the proxied request itself on the hub (--authorize-proxy-subpath). */
+  authorizeProxySubpath: boolean;
+  /** Answer 503 at once for clusters whose last probe failed (--reject-unhealthy). */
+  rejectUnhealthy: boolean;
+  log: { warn(obj: object, msg: string): void; debug(obj: object, msg: string): void };
+}
+
+const apiPrefix = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways';
+
+export function createRoutes(deps: RouteDeps) {
+  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'https://gateway');
+    const path = url.pathname;
+    // Probes of the kubelet and the aggregator's availability check: no credentials needed.
+    if (path === '/healthz' || path === '/livez') return text(res, 200, 'ok');
+    if (path === '/readyz')
+      return deps.ready() ? text(res, 200, 'ok') : text(res, 503, 'clusters not loaded yet');
+
+    const user = await deps.authenticator.authenticate(req);
+    if (!user) throw new StatusError(failureStatus(401, 'Unauthorized'));
+
+    if (path === '/metrics') {
+      await authorize(user, { kind: 'nonResource', verb: 'get', path });
+      res.writeHead(200, { 'content-type': metricsContentType });
+      return void res.end(await metricsText());
+    }
+    // Discovery and OpenAPI are public to authenticated users, as system:discovery grants on the hub.
+    const discovery =
+      discoveryResponse(path, { accept: req.headers.accept, ifNoneMatch: req.headers['if-none-match'] }) ??
+      openApiResponse(path, { query: url.searchParams, ifNoneMatch: req.headers['if-none-match'] });
+    if (discovery) return writeResponse(res, discovery);
+
+    if (!path.startsWith(apiPrefix))
+      throw new StatusError(failureStatus(404, `the server could not find ${path}`));
+    const method = req.method ?? 'GET';
+    await authorize(user, requestAttributes(method, req.url ?? '/'));
+    const proxyPath = parseProxyPath(req.url ?? '/');
+    if (proxyPath) {
+      const target = await proxyTarget(
+        user,
+        method,
+        proxyPath.cluster,
+        proxyPath.upstreamPath,
+        url.searchParams,
+      );
+      return deps.proxy.handleRequest(
+        req,
+        res,
+        target,
+        proxyPath.upstreamPath,
+        penetrate(user, url.searchParams),
+      );
+    }
+    const isCollection = path === apiPrefix || path === `${apiPrefix}/`;
+    const route = isCollection ? undefined : matchClusterGatewayPath(req.url ?? '/');
+    if (!isCollection && !route) {
+      throw new StatusError(
+        failureStatus(
+          404,
+          `${path.slice(apiPrefix.length + 1).split('/')[0]} is not a valid cluster name (lowercase DNS-1123 subdomain)`,
+        ),
+      );
+    }
+    if (method !== 'GET' && method !== 'HEAD') {
+      throw new StatusError(
+        failureStatus(
+          405,
+          `${method} is not supported on clustergateways: they are read-only views of cluster Secrets and OCM ManagedClusters`,
+        ),
+      );
+    }
+    const readRequest = { query: url.searchParams, accept: req.headers.accept };
+    if (isCollection || !route) {
+      if (url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1') {
+        const abort = new AbortController();
+        res.once('close', () => abort.abort());
+        return serveWatch(deps.directory, res, { ...readRequest, signal: abort.signal });
+      }
+      return writeResponse(res, listClusterGateways(deps.directory, readRequest));
+    }
+    if (route.subresource && route.subresource !== 'health') {
+      throw new StatusError(failureStatus(404, `clustergateways have no subresource "${route.subresource}"`));
+    }
+    return writeResponse(res, getClusterGateway(deps.directory, route.name, readRequest));
+  }
+
+  async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const url = new URL(req.url ?? '/', 'https://gateway');
+    const proxyPath = parseProxyPath(req.url ?? '/');
+    if (!proxyPath) {
+      throw new StatusError(
+        failureStatus(400, 'upgrades are only supported on clustergateways/{name}/proxy'),
+      );
+    }
+    const user = await deps.authenticator.authenticate(req);
+    if (!user) throw new StatusError(failureStatus(401, 'Unauthorized'));
+    const method = req.method ?? 'GET';
+    await authorize(user, requestAttributes(method, req.url ?? '/'));
+    const target = await proxyTarget(
+      user,
+      method,
+      proxyPath.cluster,
+      proxyPath.upstreamPath,
+      url.searchParams,
+    );
+    deps.proxy.handleUpgrade(
+      req,
+      socket,
+      head,
+      target,
+      proxyPath.upstreamPath,
+      penetrate(user, url.searchParams),
+    );
+  }
+
+  async function proxyTarget(
+    user: UserInfo,
+    method: string,
+    name: string,
+    upstreamPath: string,
+    query: URLSearchParams,
+  ): Promise<ClusterTarget> {
+    const target = deps.directory.get(name);
+    if (!target) throw deps.directory.synced ? notFound(name) : notSynced();
+    if (deps.rejectUnhealthy && !target.health.healthy) {
+      throw new StatusError(
+        failureStatus(
+          503,
+          `cluster "${name}" is unhealthy: ${target.health.reason ?? 'its last health probe failed'}`,
+        ),
+      );
+    }
+    if (deps.authorizeProxySubpath) {
+      const upstreamUrl = new URL(upstreamPath || '/', 'https://cluster');
+      await authorize(user, proxiedRequestAttributes(method, upstreamUrl.pathname, upstreamUrl.searchParams));
+    }
+    return target;
+  }
+
+  function penetrate(user: UserInfo, query: URLSearchParams): UserInfo | undefined {
+    return identityToPenetrate(user, query, { always: deps.impersonateAll });
+  }
+
+  async function authorize(user: UserInfo, attributes: AuthorizationAttributes): Promise<void> {
+    const decision = await deps.authorizer.authorize(user, attributes);
+    if (decision.allowed) return;
+    throw new StatusError(forbidden(user, attributes, decision.reason));
+  }
+
+  return {
+    /** Request listener: never throws, every failure becomes a metav1.Status. */
+    request(req: IncomingMessage, res: ServerResponse): void {
+      const done = trackInflightRequest();
+      res.once('close', done);
+      onRequest(req, res).catch((err: unknown) => {
+        if (!(err instanceof StatusError)) deps.log.warn({ err, url: req.url }, 'request failed');
+        if (res.headersSent) return void res.destroy();
+        writeResponse(res, errorResponse(err));
+      });
+    },
+    /** Upgrade listener (exec, attach, port-forward). */
+    upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+      onUpgrade(req, socket, head).catch((err: unknown) => {
+        if (!(err instanceof StatusError)) deps.log.warn({ err, url: req.url }, 'upgrade failed');
+        const status: KubeStatus =
+          err instanceof StatusError ? err.status : failureStatus(500, 'internal error');
+        writeStatusToSocket(socket, status);
+      });
+    },
+  };
+}
+
+/** The message Kubernetes gives, so users recognise it: `User "x" cannot get resource ...`. */
+function forbidden(user: UserInfo, a: AuthorizationAttributes, reason: string): KubeStatus {
+  let message: string;
+  if (a.kind === 'nonResource') {
+    message = `User "${user.name}" cannot ${a.verb} path "${a.path}"`;
+  } else {
+    const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+    const scope = a.namespace ? `in the namespace "${a.namespace}"` : 'at the cluster scope';
+    message = `${a.kind === 'resource' && a.name ? `${a.resource} "${a.name}" is forbidden: ` : ''}User "${user.name}" cannot ${a.verb} resource "${resource}" in API group "${a.group}" ${scope}`;
+  }
+  if (reason) message += `: ${reason}`;
+  return failureStatus(
+    403,
+    message,
+    a.kind === 'resource'
+      ? { group: a.group, kind: a.resource, ...(a.name ? { name: a.name } : {}) }
+      : undefined,
+  );
+}
+
+function text(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
+  res.end(body);
+}
+
+function writeStatusToSocket(socket: Duplex, status: KubeStatus): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(status);
+  socket.end(
+    `HTTP/1.1 ${status.code} ${status.reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}

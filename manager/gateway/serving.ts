@@ -1,0 +1,108 @@
+/**
+ * The gateway's TLS endpoint. Its serving certificate comes from files
+ * (reloaded when they change, so cert-manager rotation needs no restart) or
+ * is made at start-up; the client CAs it asks certificates for come from
+ * kube-system/extension-apiserver-authentication and change with it.
+ */
+import { readFileSync, watchFile } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
+import { createCertificateAuthority, type KeyPair } from '../../shared/pki.ts';
+
+export interface ServingOptions {
+  certFile?: string;
+  keyFile?: string;
+  /** Names for a self-signed certificate when no files are given. */
+  selfSignedNames?: string[];
+}
+
+export class ServingEndpoint {
+  readonly server: https.Server;
+  #pair: KeyPair;
+  #clientCAs: string[] = [];
+
+  private constructor(pair: KeyPair) {
+    this.#pair = pair;
+    this.server = https.createServer({
+      ...pair,
+      // Client certificates are optional (tokens work too) and verified per
+      // request against the right CA: the front-proxy CA for X-Remote-* headers.
+      requestCert: true,
+      rejectUnauthorized: false,
+      // Watches and logs -f stay open for as long as the client wants.
+      requestTimeout: 0,
+      headersTimeout: 60_000,
+      keepAliveTimeout: 65_000,
+    });
+  }
+
+  static async create(
+    options: ServingOptions,
+    log: { info(o: object, m: string): void },
+  ): Promise<ServingEndpoint> {
+    if (options.certFile && options.keyFile) {
+      const { certFile, keyFile } = options;
+      const read = () => ({ cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') });
+      const endpoint = new ServingEndpoint(read());
+      watchFile(certFile, { interval: 5000, persistent: false }, () => {
+        try {
+          endpoint.#pair = read();
+          endpoint.#apply();
+          log.info({ certFile }, 'serving certificate reloaded');
+        } catch {
+          // half-written file: the next change event retries
+        }
+      });
+      return endpoint;
+    }
+    const ca = await createCertificateAuthority('cluster-gateway-self-signed');
+    const pair = await ca.issue({
+      commonName: 'cluster-gateway',
+      dnsNames: options.selfSignedNames ?? ['localhost'],
+      ipAddresses: ['127.0.0.1'],
+      usage: 'server',
+    });
+    log.info({}, 'no --tls-cert-file: serving with a self-signed certificate');
+    return new ServingEndpoint(pair);
+  }
+
+  /** CAs whose client certificates the TLS handshake requests and accepts. */
+  setClientCAs(cas: string[]): void {
+    this.#clientCAs = cas;
+    this.#apply();
+  }
+
+  #apply(): void {
+    this.server.setSecureContext({
+      ...this.#pair,
+      ...(this.#clientCAs.length > 0 ? { ca: this.#clientCAs } : {}),
+    });
+  }
+
+  listen(
+    port: number,
+    host: string,
+    handlers: {
+      request: (req: IncomingMessage, res: ServerResponse) => void;
+      upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+    },
+  ): Promise<number> {
+    this.server.on('request', handlers.request);
+    this.server.on('upgrade', handlers.upgrade);
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        const address = this.server.address();
+        resolve(typeof address === 'object' && address ? address.port : port);
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+}
