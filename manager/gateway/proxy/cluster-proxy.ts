@@ -1,0 +1,76 @@
+/**
+ * The proxy as the gateway's server sees it: one object holding the
+ * connection pools, with a handler for plain requests and one for upgrades.
+ *
+ * Routing, authentication and authorization happen before these are called;
+ * the caller passes the resolved ClusterTarget, the upstream path from
+ * parseProxyPath, and — when the caller's identity should reach the cluster
+ * (`?impersonate=true`, the ClientIdentityPenetration gate, or an exchanged
+ * identity) — the UserInfo to impersonate.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { UserInfo } from '../auth/user.ts';
+import type { ClusterTarget } from '../clusters/cluster.ts';
+import type { ProxyContext, ProxyEvent, ProxyLogger } from './context.ts';
+import { proxyRequest } from './handler.ts';
+import { createConnectionPools, type PoolOptions, type PoolStats } from './pool.ts';
+import { proxyUpgrade } from './upgrade.ts';
+
+export interface ClusterProxyOptions extends PoolOptions {
+  logger?: ProxyLogger;
+  /** Called once per finished request or upgraded connection (metrics, access log). */
+  onComplete?: (event: ProxyEvent) => void;
+}
+
+export interface ClusterProxyStats extends PoolStats {
+  /** Plain requests in flight (watches included). */
+  inflightRequests: number;
+  /** Upgraded connections (exec, attach, port-forward) open now. */
+  openUpgrades: number;
+}
+
+export interface ClusterProxy {
+  handleRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: ClusterTarget,
+    upstreamPath: string,
+    identity?: UserInfo,
+  ): void;
+  handleUpgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: ClusterTarget,
+    upstreamPath: string,
+    identity?: UserInfo,
+  ): void;
+  /** Drops a deleted cluster's pool (in-flight requests finish first). */
+  forget(cluster: string): void;
+  stats(): ClusterProxyStats;
+  /** Closes every pooled connection. Upgraded connections are left to their owners. */
+  close(): void;
+}
+
+export function createClusterProxy(options: ClusterProxyOptions = {}): ClusterProxy {
+  const context: ProxyContext = {
+    pools: createConnectionPools(options),
+    logger: options.logger,
+    onComplete: options.onComplete,
+    inflight: { requests: 0, upgrades: 0 },
+  };
+  return {
+    handleRequest: (req, res, target, upstreamPath, identity) =>
+      proxyRequest(req, res, target, upstreamPath, context, identity),
+    handleUpgrade: (req, socket, head, target, upstreamPath, identity) =>
+      proxyUpgrade(req, socket, head, target, upstreamPath, context, identity),
+    forget: (cluster) => context.pools.forget(cluster),
+    stats: () => ({
+      ...context.pools.stats(),
+      inflightRequests: context.inflight.requests,
+      openUpgrades: context.inflight.upgrades,
+    }),
+    close: () => context.pools.close(),
+  };
+}

@@ -1,0 +1,188 @@
+/**
+ * Header rewriting between the caller and a managed cluster.
+ *
+ * Headers travel as Node's raw header arrays (`[name, value, name, value, ...]`,
+ * the shape of `req.rawHeaders`), which `http.request` and `res.writeHead`
+ * accept as is: repeated headers (several `Impersonate-Group` or `Set-Cookie`
+ * lines, `X-Stream-Protocol-Version` offers) stay separate lines in their
+ * original order, and nothing is merged or re-cased.
+ */
+import type { UserInfo } from '../auth/user.ts';
+import type { Credential } from '../clusters/cluster.ts';
+
+export type RawHeaders = string[];
+
+/** RFC 7230 hop-by-hop headers, as Go's httputil.ReverseProxy lists them (lower case). */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/**
+ * Request headers the gateway never forwards: hop-by-hop ones, the caller's
+ * own credentials and identity claims (the gateway authenticated the caller
+ * already and speaks for it with the cluster's credential), `Host` (set to
+ * the endpoint), `Expect` (the front server answered it) and
+ * `X-Forwarded-For` (rebuilt with the caller's address appended).
+ */
+const DROPPED_REQUEST = new Set([...HOP_BY_HOP, 'authorization', 'host', 'expect', 'x-forwarded-for']);
+const DROPPED_REQUEST_PREFIXES = ['proxy-', 'impersonate-', 'x-remote-'];
+
+const CHUNKED = /(?:^|,)\s*chunked\s*$/i;
+const NOT_LATIN1 = /[\u0100-\uffff]/;
+
+export interface UpstreamHeaderOptions {
+  /** Host header for the cluster: the endpoint's host[:port]. */
+  host: string;
+  /** Authorization header value for the cluster credential (see authorizationFor). */
+  authorization?: string;
+  /** When set, the request is made as this user through Impersonate-* headers. */
+  identity?: UserInfo;
+  /** Keep `Upgrade` and send `Connection: Upgrade` (WebSocket and SPDY). */
+  upgrade?: boolean;
+  /** The caller's address, appended to X-Forwarded-For as Go's proxies do (audit sourceIPs). */
+  forwardedFor?: string;
+}
+
+/** Builds the headers sent to the managed kube-apiserver from the caller's raw headers. */
+export function upstreamHeaders(raw: readonly string[], options: UpstreamHeaderOptions): RawHeaders {
+  const out: RawHeaders = ['Host', options.host];
+  const connectionTokens = connectionListed(raw);
+  let chunked = false;
+  let forwarded = '';
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    const value = raw[i + 1]!;
+    const lower = name.toLowerCase();
+    if (lower === 'transfer-encoding') {
+      chunked ||= CHUNKED.test(value);
+      continue;
+    }
+    if (lower === 'x-forwarded-for') {
+      forwarded = forwarded ? `${forwarded}, ${value}` : value;
+      continue;
+    }
+    if (lower === 'upgrade' && options.upgrade) {
+      out.push(name, value);
+      continue;
+    }
+    // ':'-prefixed HTTP/2 pseudo-headers never belong on an HTTP/1.1 request.
+    if (DROPPED_REQUEST.has(lower) || hasDroppedPrefix(lower) || lower.charCodeAt(0) === 58) continue;
+    if (connectionTokens?.has(lower)) continue;
+    out.push(name, value);
+  }
+  // Node re-frames the body: Content-Length passes through above, and a chunked
+  // body must stay chunked (without this, Node would not frame a DELETE body).
+  if (chunked) out.push('Transfer-Encoding', 'chunked');
+  if (options.upgrade) out.push('Connection', 'Upgrade');
+  if (options.forwardedFor) {
+    out.push('X-Forwarded-For', forwarded ? `${forwarded}, ${options.forwardedFor}` : options.forwardedFor);
+  }
+  if (options.authorization) out.push('Authorization', options.authorization);
+  if (options.identity) appendImpersonation(out, options.identity);
+  return out;
+}
+
+/** Response headers for the caller: everything but hop-by-hop headers. */
+export function downstreamHeaders(raw: readonly string[]): RawHeaders {
+  const connectionTokens = connectionListed(raw);
+  const out: RawHeaders = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || connectionTokens?.has(lower)) continue;
+    out.push(name, raw[i + 1]!);
+  }
+  return out;
+}
+
+/** The Authorization header value that presents a cluster credential, if it is a token. */
+export function authorizationFor(credential: Credential | undefined): string | undefined {
+  if (!credential) return undefined;
+  if (credential.type === 'ServiceAccountToken' || credential.type === 'Dynamic') {
+    const token = credential.token?.trim();
+    return token ? `Bearer ${token}` : undefined;
+  }
+  return undefined; // X509Certificate authenticates in the TLS handshake
+}
+
+/**
+ * Appends Impersonate-User, -Uid, -Group (one line each) and -Extra-<key>
+ * (one line per value), exactly as client-go's impersonating round tripper.
+ */
+export function appendImpersonation(out: RawHeaders, identity: UserInfo): void {
+  out.push('Impersonate-User', wireValue(identity.name));
+  if (identity.uid) out.push('Impersonate-Uid', wireValue(identity.uid));
+  for (const group of identity.groups) out.push('Impersonate-Group', wireValue(group));
+  for (const key of Object.keys(identity.extra)) {
+    const name = 'Impersonate-Extra-' + escapeExtraKey(key);
+    for (const value of identity.extra[key] ?? []) out.push(name, wireValue(value));
+  }
+}
+
+/**
+ * client-go's headerKeyEscape: a header name may only hold RFC 7230 token
+ * characters, so every other byte of the UTF-8 key, and '%' itself, becomes
+ * %XX (upper case). `example.com/team` → `example.com%2Fteam`; the API server
+ * unescapes it back.
+ */
+export function escapeExtraKey(key: string): string {
+  let out = '';
+  for (const byte of Buffer.from(key, 'utf8')) {
+    out += isTokenByte(byte) && byte !== 0x25 ? String.fromCharCode(byte) : '%' + hex(byte);
+  }
+  return out;
+}
+
+function hex(byte: number): string {
+  return byte.toString(16).toUpperCase().padStart(2, '0');
+}
+
+/** RFC 7230 tchar, as a lookup table built once. */
+const TOKEN_BYTES = new Uint8Array(128);
+for (const c of "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&'*+-.^_`|~") {
+  TOKEN_BYTES[c.charCodeAt(0)] = 1;
+}
+
+function isTokenByte(b: number): boolean {
+  return b < 128 && TOKEN_BYTES[b] === 1;
+}
+
+/**
+ * Node writes header strings as latin1 and rejects characters above U+00FF.
+ * User names, groups and extra values may be any UTF-8 (OIDC claims): send
+ * their UTF-8 bytes, as Go does, by handing Node the latin1 view of them.
+ */
+function wireValue(value: string): string {
+  return NOT_LATIN1.test(value) ? Buffer.from(value, 'utf8').toString('latin1') : value;
+}
+
+function hasDroppedPrefix(lower: string): boolean {
+  for (const prefix of DROPPED_REQUEST_PREFIXES) if (lower.startsWith(prefix)) return true;
+  return false;
+}
+
+/**
+ * Extra hop-by-hop headers named by `Connection` (RFC 7230 §6.1). Undefined
+ * in the common case where it lists only standard tokens, to allocate nothing.
+ */
+function connectionListed(raw: readonly string[]): Set<string> | undefined {
+  let tokens: Set<string> | undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.length !== 10 || raw[i]!.toLowerCase() !== 'connection') continue;
+    for (const token of raw[i + 1]!.split(',')) {
+      const t = token.trim().toLowerCase();
+      if (t === '' || t === 'close' || t === 'keep-alive' || t === 'upgrade') continue;
+      tokens ??= new Set();
+      tokens.add(t);
+    }
+  }
+  return tokens;
+}

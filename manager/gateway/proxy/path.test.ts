@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  basePathOf,
+  cleanPath,
+  isStreamingRequest,
+  joinUpstreamPath,
+  matchClusterGatewayPath,
+  parseProxyPath,
+} from './path.ts';
+
+const P = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/';
+
+describe('matchClusterGatewayPath', () => {
+  it('splits name, subresource, rest and query', () => {
+    assert.deepEqual(matchClusterGatewayPath(`${P}c1/health`), {
+      name: 'c1',
+      subresource: 'health',
+      rest: '',
+      query: '',
+    });
+    assert.deepEqual(matchClusterGatewayPath(`${P}c1/proxy/api/v1?x=1`), {
+      name: 'c1',
+      subresource: 'proxy',
+      rest: '/api/v1',
+      query: '?x=1',
+    });
+    assert.deepEqual(matchClusterGatewayPath(`${P}c1?y=2`), {
+      name: 'c1',
+      subresource: '',
+      rest: '',
+      query: '?y=2',
+    });
+  });
+
+  it('accepts DNS subdomain names with dots', () => {
+    assert.equal(
+      matchClusterGatewayPath(`${P}prod.eu-west.example.com/proxy/`)?.name,
+      'prod.eu-west.example.com',
+    );
+  });
+
+  it('rejects other URLs and invalid names', () => {
+    assert.equal(matchClusterGatewayPath('/api/v1/pods'), undefined);
+    assert.equal(matchClusterGatewayPath(P), undefined);
+    assert.equal(matchClusterGatewayPath(`${P}Upper/proxy`), undefined);
+    assert.equal(matchClusterGatewayPath(`${P}under_score/proxy`), undefined);
+    assert.equal(matchClusterGatewayPath(`${P}-dash/proxy`), undefined);
+    assert.equal(matchClusterGatewayPath(`${P}a..b/proxy`), undefined);
+    assert.equal(matchClusterGatewayPath(`${P}${'a'.repeat(254)}/proxy`), undefined);
+  });
+});
+
+describe('parseProxyPath', () => {
+  it('keeps the raw query byte for byte, dryRun included', () => {
+    const url = `${P}c1.example.com/proxy/api/v1/namespaces/default/configmaps?dryRun=All&fieldManager=kubectl-client-side-apply&fieldSelector=metadata.name%3Dx&a=1&a=2&empty=&flag`;
+    assert.deepEqual(parseProxyPath(url), {
+      cluster: 'c1.example.com',
+      upstreamPath:
+        '/api/v1/namespaces/default/configmaps?dryRun=All&fieldManager=kubectl-client-side-apply&fieldSelector=metadata.name%3Dx&a=1&a=2&empty=&flag',
+    });
+  });
+
+  it('maps the bare proxy URL to the endpoint root', () => {
+    assert.equal(parseProxyPath(`${P}c1/proxy`)?.upstreamPath, '');
+    assert.equal(parseProxyPath(`${P}c1/proxy?timeout=32s`)?.upstreamPath, '?timeout=32s');
+    assert.equal(parseProxyPath(`${P}c1/proxy/`)?.upstreamPath, '/');
+  });
+
+  it('ignores other subresources', () => {
+    assert.equal(parseProxyPath(`${P}c1/health`), undefined);
+    assert.equal(parseProxyPath(`${P}c1/proxyx/api`), undefined);
+    assert.equal(parseProxyPath(`${P}c1`), undefined);
+  });
+
+  it('keeps percent-encoding of ordinary characters', () => {
+    assert.equal(
+      parseProxyPath(`${P}c1/proxy/api/v1/namespaces/a%20b`)?.upstreamPath,
+      '/api/v1/namespaces/a%20b',
+    );
+  });
+});
+
+describe('cleanPath', () => {
+  it('leaves ordinary paths alone', () => {
+    assert.equal(cleanPath('/api/v1/pods'), '/api/v1/pods');
+    assert.equal(cleanPath('/apis/apps/v1/'), '/apis/apps/v1/');
+    assert.equal(cleanPath('/.well-known/openid-configuration'), '/.well-known/openid-configuration');
+    assert.equal(cleanPath(''), '');
+  });
+
+  it('cannot climb out of the endpoint sub-path', () => {
+    assert.equal(cleanPath('/../../k8s/clusters/other/api'), '/k8s/clusters/other/api');
+    assert.equal(cleanPath('/api/../../x'), '/x');
+    assert.equal(cleanPath('/%2e%2e/%2E%2E%2fx'), '/x');
+    assert.equal(cleanPath('/..'), '/');
+  });
+
+  it('removes empty and dot segments, keeping a trailing slash', () => {
+    assert.equal(cleanPath('//api//v1/./pods/'), '/api/v1/pods/');
+    assert.equal(cleanPath('/api/v1/.'), '/api/v1/');
+  });
+});
+
+describe('joinUpstreamPath and basePathOf', () => {
+  it('joins onto a sub-path without double slashes', () => {
+    const base = basePathOf('/prefix/');
+    assert.equal(base, '/prefix');
+    assert.equal(joinUpstreamPath(base, '/api/v1?x=1'), '/prefix/api/v1?x=1');
+    assert.equal(joinUpstreamPath(base, ''), '/prefix');
+    assert.equal(joinUpstreamPath(base, '?x=1'), '/prefix?x=1');
+  });
+
+  it('joins onto the root', () => {
+    assert.equal(basePathOf('/'), '');
+    assert.equal(joinUpstreamPath('', '/healthz'), '/healthz');
+    assert.equal(joinUpstreamPath('', ''), '/');
+    assert.equal(joinUpstreamPath('', '?x'), '/?x');
+  });
+});
+
+describe('isStreamingRequest', () => {
+  it('recognizes watches and followed logs', () => {
+    assert.ok(isStreamingRequest('/api/v1/pods?watch=true'));
+    assert.ok(isStreamingRequest('/api/v1/pods?resourceVersion=1&watch=1&allowWatchBookmarks=true'));
+    assert.ok(isStreamingRequest('/api/v1/namespaces/d/pods/p/log?container=c&follow=true'));
+    assert.ok(isStreamingRequest('/api/v1/watch/namespaces/d/pods'));
+  });
+
+  it('does not flag ordinary requests', () => {
+    assert.ok(!isStreamingRequest('/api/v1/pods'));
+    assert.ok(!isStreamingRequest('/api/v1/pods?watch=false'));
+    assert.ok(!isStreamingRequest('/api/v1/pods?allowWatchBookmarks=true'));
+    assert.ok(!isStreamingRequest('/api/v1/namespaces/d/pods/p/log?follow=false'));
+    assert.ok(!isStreamingRequest('/api/v1/namespaces/d/configmaps/watcher'));
+  });
+});

@@ -1,0 +1,287 @@
+/**
+ * One keep-alive connection pool (an http(s).Agent) per cluster.
+ *
+ * A pool is keyed by `ClusterTarget.connectionKey`, a digest of endpoint and
+ * credential: when a token or certificate rotates, the next request gets a new
+ * pool, and the old one is retired — its idle sockets closed at once, its
+ * busy ones (a long watch, say) allowed to finish and then closed.
+ *
+ * Everything a request needs that can be computed once per pool is computed
+ * here (parsed address, base path, Host and Authorization values), so the hot
+ * path only reads fields.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
+import type { ClusterTarget, Endpoint } from '../clusters/cluster.ts';
+import { connectThroughProxy, parseProxyUrl } from './egress.ts';
+import { authorizationFor } from './headers.ts';
+import { basePathOf } from './path.ts';
+
+const BRACKETS = /^\[|\]$/g;
+
+export interface Upstream {
+  cluster: string;
+  key: string;
+  agent: http.Agent;
+  request: typeof http.request;
+  /** Connect target for http.request (for tunnels: the TLS server name). */
+  hostname: string;
+  port: number;
+  /** The endpoint's sub-path: '' or '/prefix' without trailing slash. */
+  basePath: string;
+  hostHeader: string;
+  authorization?: string;
+}
+
+export interface PoolOptions {
+  /** Limit for opening one connection: TCP (or tunnel dial, or CONNECT) plus TLS handshake. */
+  connectTimeoutMs?: number;
+  /** How long an idle keep-alive socket is kept; below kube-apiserver's 90 s idle timeout. */
+  idleTimeoutMs?: number;
+}
+
+export interface PoolStats {
+  /** Current pools, one per cluster that has been proxied to. */
+  pools: number;
+  /** Replaced pools that still carry in-flight requests. */
+  retired: number;
+  /** Sockets serving a request right now. */
+  activeSockets: number;
+  /** Idle keep-alive sockets. */
+  idleSockets: number;
+  /** Requests waiting for a socket. */
+  queuedRequests: number;
+}
+
+export interface ConnectionPools {
+  /** The pool for a cluster, or a problem string when its endpoint cannot be used. */
+  get(target: ClusterTarget): Upstream | string;
+  /** Retires a cluster's pool (cluster deleted). */
+  forget(cluster: string): void;
+  stats(): PoolStats;
+  /** Destroys every socket of every pool. */
+  close(): void;
+}
+
+interface Entry {
+  upstream: Upstream;
+  /** Tunnel endpoints: the latest dial(), so a reconnected agent tunnel is used at once. */
+  tunnel?: { dial: () => Promise<Duplex> };
+}
+
+type Dial = () => Promise<Duplex>;
+
+export function createConnectionPools(options: PoolOptions = {}): ConnectionPools {
+  const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
+  const entries = new Map<string, Entry>();
+  const retired = new Set<http.Agent>();
+
+  function create(target: ClusterTarget, endpoint: Endpoint): Entry | string {
+    const base: http.AgentOptions = { keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' };
+    const credential = target.credential;
+    const tlsOptions: https.AgentOptions = {
+      ...base,
+      ca: endpoint.caBundle || undefined,
+      rejectUnauthorized: !endpoint.insecure,
+      ...(credential?.type === 'X509Certificate'
+        ? { cert: credential.certificate, key: credential.privateKey }
+        : {}),
+    };
+    const common = {
+      cluster: target.name,
+      key: target.connectionKey,
+      authorization: authorizationFor(credential),
+    };
+
+    if (endpoint.type === 'ClusterProxy') {
+      const tunnel = { dial: endpoint.dial };
+      const agent = new https.Agent({ ...tlsOptions, servername: endpoint.serverName });
+      dialWith(agent, () => tunnel.dial(), true, connectTimeoutMs);
+      const upstream: Upstream = {
+        ...common,
+        agent,
+        request: https.request,
+        hostname: endpoint.serverName,
+        port: 443,
+        basePath: '',
+        hostHeader: endpoint.serverName,
+      };
+      return { upstream, tunnel };
+    }
+
+    let url: URL;
+    try {
+      url = new URL(endpoint.address);
+    } catch {
+      return `endpoint address "${endpoint.address}" is not a valid URL`;
+    }
+    const secure = url.protocol === 'https:';
+    if (!secure && url.protocol !== 'http:') {
+      return `endpoint address "${endpoint.address}" must be an https:// or http:// URL`;
+    }
+    const hostname = url.hostname.replace(BRACKETS, '');
+    const port = Number(url.port) || (secure ? 443 : 80);
+    const agent = secure ? new https.Agent(tlsOptions) : new http.Agent(base);
+    if (endpoint.proxyUrl) {
+      const proxy = parseProxyUrl(endpoint.proxyUrl);
+      if (typeof proxy === 'string') return proxy;
+      dialWith(agent, () => connectThroughProxy(proxy, hostname, port), secure, connectTimeoutMs);
+    } else {
+      limitConnect(agent, secure, connectTimeoutMs);
+    }
+    const upstream: Upstream = {
+      ...common,
+      agent,
+      request: secure ? https.request : http.request,
+      hostname,
+      port,
+      basePath: basePathOf(url.pathname),
+      hostHeader: url.host,
+    };
+    return { upstream };
+  }
+
+  /** Destroys retired agents whose last request has finished. */
+  function sweep(): void {
+    for (const agent of retired) {
+      if (countSockets(agent.sockets) === 0 && countSockets(agent.requests) === 0) {
+        retired.delete(agent);
+        agent.destroy();
+      }
+    }
+  }
+
+  function retire(agent: http.Agent): void {
+    sweep(); // rotations are rare: a good moment to drop the ones that are done
+    // Sockets freed from now on are destroyed instead of pooled (Node's
+    // Agent checks freeSockets.length >= maxFreeSockets on 'free').
+    agent.maxFreeSockets = 0;
+    for (const list of Object.values(agent.freeSockets)) for (const socket of list ?? []) socket.destroy();
+    if (countSockets(agent.sockets) > 0) retired.add(agent);
+    else agent.destroy();
+  }
+
+  return {
+    get(target) {
+      const entry = entries.get(target.name);
+      if (entry && entry.upstream.key === target.connectionKey) {
+        if (entry.tunnel && target.endpoint?.type === 'ClusterProxy')
+          entry.tunnel.dial = target.endpoint.dial;
+        return entry.upstream;
+      }
+      if (!target.endpoint) return target.problem ?? `cluster "${target.name}" has no endpoint`;
+      const created = create(target, target.endpoint);
+      if (typeof created === 'string') return created;
+      if (entry) retire(entry.upstream.agent);
+      entries.set(target.name, created);
+      return created.upstream;
+    },
+    forget(cluster) {
+      const entry = entries.get(cluster);
+      if (!entry) return;
+      entries.delete(cluster);
+      retire(entry.upstream.agent);
+    },
+    stats() {
+      const stats: PoolStats = {
+        pools: entries.size,
+        retired: 0,
+        activeSockets: 0,
+        idleSockets: 0,
+        queuedRequests: 0,
+      };
+      const add = (agent: http.Agent) => {
+        stats.activeSockets += countSockets(agent.sockets);
+        stats.idleSockets += countSockets(agent.freeSockets);
+        stats.queuedRequests += countSockets(agent.requests);
+      };
+      for (const entry of entries.values()) add(entry.upstream.agent);
+      sweep();
+      for (const agent of retired) add(agent);
+      stats.retired = retired.size;
+      return stats;
+    },
+    close() {
+      for (const entry of entries.values()) entry.upstream.agent.destroy();
+      for (const agent of retired) agent.destroy();
+      entries.clear();
+      retired.clear();
+    },
+  };
+}
+
+function countSockets(dict: NodeJS.ReadOnlyDict<readonly unknown[]>): number {
+  let n = 0;
+  for (const list of Object.values(dict)) n += list?.length ?? 0;
+  return n;
+}
+
+/**
+ * Bounds a direct connection's TCP connect plus TLS handshake: without it a
+ * black-holed address would hang for the kernel's SYN retry time (minutes).
+ * Reused keep-alive sockets never come through here.
+ */
+function limitConnect(agent: http.Agent, secure: boolean, timeoutMs: number): void {
+  const createConnection = agent.createConnection.bind(agent);
+  agent.createConnection = (options, callback) => {
+    const socket = createConnection(options, callback);
+    if (socket) deadline(socket, secure ? 'secureConnect' : 'connect', timeoutMs);
+    return socket;
+  };
+}
+
+/**
+ * Makes the agent open its connections with an async dialer (agent tunnel or
+ * CONNECT proxy) and, for https, run TLS over the dialled stream. Node's Agent
+ * accepts the `(err, socket)` callback form for exactly this.
+ */
+function dialWith(agent: http.Agent, dial: Dial, secure: boolean, timeoutMs: number): void {
+  agent.createConnection = (options, callback) => {
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      callback?.(timeoutError(timeoutMs), undefined as unknown as Duplex);
+    }, timeoutMs);
+    dial().then(
+      (stream) => {
+        if (settled) {
+          stream.destroy();
+          return;
+        }
+        settled = true;
+        clearTimeout(timer);
+        if (!secure) {
+          callback?.(null, stream);
+          return;
+        }
+        const socket = tls.connect({ ...(options as tls.ConnectionOptions), socket: stream });
+        deadline(socket, 'secureConnect', timeoutMs);
+        callback?.(null, socket);
+      },
+      (err: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        callback?.(err, undefined as unknown as Duplex);
+      },
+    );
+    return undefined;
+  };
+}
+
+/** Destroys the socket with a timeout error unless `readyEvent` comes first. */
+function deadline(socket: Duplex, readyEvent: string, timeoutMs: number): void {
+  const timer = setTimeout(() => socket.destroy(timeoutError(timeoutMs)), timeoutMs);
+  const clear = () => clearTimeout(timer);
+  socket.once(readyEvent, clear);
+  socket.once('close', clear);
+}
+
+function timeoutError(timeoutMs: number): Error {
+  return Object.assign(new Error(`timed out after ${timeoutMs} ms opening a connection`), {
+    code: 'ETIMEDOUT',
+  });
+}
