@@ -34,7 +34,10 @@ export interface StandInNodeOptions {
 }
 
 /** Creates or updates the Node and its Lease; returns the Node as stored. */
-export async function registerStandInNode(client: KubeClient, options: StandInNodeOptions): Promise<KubeObject> {
+export async function registerStandInNode(
+  client: KubeClient,
+  options: StandInNodeOptions,
+): Promise<KubeObject> {
   const { name } = options;
   const path = `/api/v1/nodes/${encodeURIComponent(name)}`;
   const labels = {
@@ -47,7 +50,13 @@ export async function registerStandInNode(client: KubeClient, options: StandInNo
   const status = nodeStatus(options);
   try {
     // Status given on create is kept for Nodes (node strategy PrepareForCreate keeps it).
-    await client.create('/api/v1/nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name, labels }, spec: {}, status });
+    await client.create('/api/v1/nodes', {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name, labels },
+      spec: {},
+      status,
+    });
   } catch (err) {
     if (!(err instanceof StatusError && err.code === 409)) throw err;
     await client.mergePatch(path, { metadata: { labels } });
@@ -140,12 +149,14 @@ export function startNodeHeartbeat(
   const beat = async () => {
     const now = new Date().toISOString();
     const path = `/api/v1/nodes/${encodeURIComponent(nodeName)}/status`;
-    const node = await client.get<KubeObject & { status?: { conditions?: { type: string; lastTransitionTime?: string }[] } }>(
-      `/api/v1/nodes/${encodeURIComponent(nodeName)}`,
-    );
+    const node = await client.get<
+      KubeObject & { status?: { conditions?: { type: string; lastTransitionTime?: string }[] } }
+    >(`/api/v1/nodes/${encodeURIComponent(nodeName)}`);
     const conditions = (node.status?.conditions ?? []).filter((c) => c.type !== 'Ready');
     const transition = node.status?.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime ?? now;
-    await client.mergePatch(path, { status: { conditions: [...conditions, readyCondition(now, transition)] } });
+    await client.mergePatch(path, {
+      status: { conditions: [...conditions, readyCondition(now, transition)] },
+    });
     await renewLease(client, nodeName);
   };
   const timer = setInterval(() => {
@@ -186,11 +197,15 @@ export async function createRunningPod(client: KubeClient, options: RunningPodOp
     kind: 'Namespace',
     metadata: { name: namespace },
   });
-  await createIgnoringConflict(client, `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts`, {
-    apiVersion: 'v1',
-    kind: 'ServiceAccount',
-    metadata: { name: 'default', namespace },
-  });
+  await createIgnoringConflict(
+    client,
+    `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts`,
+    {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'default', namespace },
+    },
+  );
   const image = options.image ?? 'registry.invalid/stand-in:latest';
   const podPath = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
   await client.create(podPath, {
@@ -209,16 +224,25 @@ export async function createRunningPod(client: KubeClient, options: RunningPodOp
     },
   });
   const now = new Date().toISOString();
-  const condition = (type: string) => ({ type, status: 'True', lastProbeTime: null, lastTransitionTime: now });
+  const condition = (type: string) => ({
+    type,
+    status: 'True',
+    lastProbeTime: null,
+    lastTransitionTime: now,
+  });
   return client.mergePatch(`${podPath}/${encodeURIComponent(name)}/status`, {
     status: {
       phase: 'Running',
       hostIP: '127.0.0.1',
       hostIPs: [{ ip: '127.0.0.1' }],
       startTime: now,
-      conditions: ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map(
-        condition,
-      ),
+      conditions: [
+        'PodReadyToStartContainers',
+        'Initialized',
+        'Ready',
+        'ContainersReady',
+        'PodScheduled',
+      ].map(condition),
       containerStatuses: [
         {
           name: container,

@@ -46,6 +46,17 @@
  * - AuthorizePodWebsocketUpgradeCreatePermission (beta, on) additionally needs
  *   the `create` verb on pods/exec, pods/attach and pods/portforward for
  *   WebSocket clients: a concern for the RBAC of whoever calls, not for this server.
+ * - Exec flags reach the kubelet as input/output/error/tty=1 (core/v1
+ *   ExecStdinParam etc., written by strategy.go streamParams), not as the
+ *   stdin/stdout/stderr names of the pods/exec API.
+ *
+ * Checked end to end against kube-apiserver and kubectl v1.36.3 with
+ * --kubelet-certificate-authority, --kubelet-client-certificate/key and this
+ * server requiring client certificates: kubectl exec (WebSocket and
+ * KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false), exec -i, exit codes, port-forward
+ * (WebSocket tunnel and KUBECTL_PORT_FORWARD_WEBSOCKETS=false), logs, --tail
+ * and -f, under both --kubelet-preferred-address-types=InternalIP,Hostname and
+ * the default order.
  *
  * Exec and port-forward follow the kubelet's CRI streaming server
  * (k8s.io/kubelet pkg/cri/streaming remotecommand/httpstream.go, exec.go,
@@ -55,16 +66,21 @@
  * error stream.
  */
 import { EventEmitter } from 'node:events';
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { Duplex, Readable } from 'node:stream';
 import { Writable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { SpdyConnection, type SpdyStream, RstStatus } from './spdy.ts';
+import { RstStatus, SpdyConnection, type SpdyStream } from './spdy.ts';
 
 /** remotecommand protocols, newest first; v5 is v4 over SPDY (remotecommand/httpstream.go). */
-export const EXEC_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io'];
+export const EXEC_PROTOCOLS = [
+  'v5.channel.k8s.io',
+  'v4.channel.k8s.io',
+  'v3.channel.k8s.io',
+  'v2.channel.k8s.io',
+];
 export const PORT_FORWARD_PROTOCOLS = ['portforward.k8s.io'];
 
 export interface ExecContext {
@@ -164,7 +180,8 @@ export interface StandInKubelet {
 export async function startStandInKubelet(options: StandInKubeletOptions): Promise<StandInKubelet> {
   const host = options.host ?? '127.0.0.1';
   const events = new EventEmitter<StandInKubeletEvents>();
-  const logStreams = new Set<ServerResponse>();
+  // Each open log response, with a promise that settles once it has closed.
+  const logStreams = new Map<ServerResponse, Promise<void>>();
   const spdyConnections = new Set<SpdyConnection>();
   const settings: Settings = {
     portMap: options.portMap ?? {},
@@ -180,8 +197,10 @@ export async function startStandInKubelet(options: StandInKubeletOptions): Promi
   const server = https.createServer({
     cert: options.tls.cert,
     key: options.tls.key,
-    ...(options.tls.clientCa ? { ca: options.tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
-    // HTTP/1.1 only, like the upgrade path needs; Go's transport falls back to it without ALPN h2.
+    ...(options.tls.clientCa
+      ? { ca: options.tls.clientCa, requestCert: true, rejectUnauthorized: true }
+      : {}),
+    // No ALPN: Go's HTTP/2-capable transport then speaks HTTP/1.1, which the SPDY upgrade needs.
   });
 
   server.on('request', (req, res) => {
@@ -239,13 +258,14 @@ export async function startStandInKubelet(options: StandInKubeletOptions): Promi
         return spdyConnections.size;
       },
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const res of logStreams) res.destroy();
-        for (const conn of spdyConnections) conn.destroy();
-        server.closeAllConnections();
-      }),
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      const pending = [...logStreams.values(), ...[...spdyConnections].map((c) => c.done)];
+      for (const res of logStreams.keys()) res.destroy();
+      for (const conn of spdyConnections) conn.destroy();
+      server.closeAllConnections();
+      await Promise.all([closed, ...pending]);
+    },
   };
 }
 
@@ -256,7 +276,7 @@ interface Settings {
   commands: Record<string, FakeCommand>;
   streamCreationTimeoutMs: number;
   events: EventEmitter<StandInKubeletEvents>;
-  logStreams: Set<ServerResponse>;
+  logStreams: Map<ServerResponse, Promise<void>>;
   spdyConnections: Set<SpdyConnection>;
 }
 
@@ -280,12 +300,16 @@ function parseRoute(req: IncomingMessage): Route {
   const query = url.searchParams;
   if (head === 'healthz' && parts.length === 1) return { kind: 'healthz' };
   if (!namespace || !pod) return { kind: 'unknown' };
-  if (head === 'containerLogs' && parts.length === 4 && a) return { kind: 'logs', namespace, pod, container: a, query };
-  if (head === 'exec' && parts.length === 4 && a) return { kind: 'exec', namespace, pod, uid: '', container: a, query };
+  if (head === 'containerLogs' && parts.length === 4 && a)
+    return { kind: 'logs', namespace, pod, container: a, query };
+  if (head === 'exec' && parts.length === 4 && a)
+    return { kind: 'exec', namespace, pod, uid: '', container: a, query };
   if (head === 'exec' && parts.length === 5 && a && b)
     return { kind: 'exec', namespace, pod, uid: a, container: b, query };
-  if (head === 'portForward' && parts.length === 3) return { kind: 'portForward', namespace, pod, uid: '', query };
-  if (head === 'portForward' && parts.length === 4 && a) return { kind: 'portForward', namespace, pod, uid: a, query };
+  if (head === 'portForward' && parts.length === 3)
+    return { kind: 'portForward', namespace, pod, uid: '', query };
+  if (head === 'portForward' && parts.length === 4 && a)
+    return { kind: 'portForward', namespace, pod, uid: a, query };
   return { kind: 'unknown' };
 }
 
@@ -335,7 +359,13 @@ function serveLogs(
   res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' });
   res.flushHeaders();
   req.socket.setNoDelay(true);
-  settings.logStreams.add(res);
+  let closed!: () => void;
+  settings.logStreams.set(
+    res,
+    new Promise<void>((resolve) => {
+      closed = resolve;
+    }),
+  );
 
   let bytesWritten = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -343,6 +373,7 @@ function serveLogs(
     clearInterval(timer);
     if (!settings.logStreams.delete(res)) return;
     settings.events.emit('logsClosed', record);
+    closed();
   };
   res.on('close', () => {
     // 'close' before the response finished means the client (or apiserver) hung up.
@@ -354,7 +385,9 @@ function serveLogs(
   const writeLine = (n: number): boolean => {
     let line = `${timestamps ? `${new Date().toISOString()} ` : ''}log line ${n}\n`;
     if (limitBytes !== undefined && bytesWritten + Buffer.byteLength(line) >= limitBytes) {
-      line = Buffer.from(line).subarray(0, limitBytes - bytesWritten).toString();
+      line = Buffer.from(line)
+        .subarray(0, limitBytes - bytesWritten)
+        .toString();
       res.end(line);
       record.linesWritten++;
       return false;
@@ -443,7 +476,12 @@ function upgrade(
   return { conn, protocol };
 }
 
-function rawResponse(socket: Duplex, status: number, message: string, headers: [string, string][] = []): void {
+function rawResponse(
+  socket: Duplex,
+  status: number,
+  message: string,
+  headers: [string, string][] = [],
+): void {
   const body = Buffer.from(`${message}\n`);
   const extra = headers.map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.end(
@@ -472,12 +510,15 @@ function serveExec(
   settings: Settings,
 ): void {
   const { query } = route;
-  const flag = (name: string) => query.get(name) === '1' || query.get(name) === 'true';
+  // The kubelet reads input/output/error/tty=1 (core/v1 ExecStdinParam and friends, which
+  // kube-apiserver's streamParams writes); stdin/stdout/stderr, the pods/exec API names, are
+  // accepted too for callers that talk to the stand-in directly.
+  const flag = (...names: string[]) => names.some((n) => query.get(n) === '1' || query.get(n) === 'true');
   const tty = flag('tty');
-  const stdin = flag('stdin');
-  const stdout = flag('stdout');
+  const stdin = flag('input', 'stdin');
+  const stdout = flag('output', 'stdout');
   // remotecommand.NewOptions: a TTY has no separate stderr.
-  const stderr = flag('stderr') && !tty;
+  const stderr = flag('error', 'stderr') && !tty;
   if (!stdin && !stdout && !stderr) {
     rawResponse(socket, 400, 'you must specify at least 1 of stdin, stdout, stderr');
     return;
@@ -774,7 +815,11 @@ function servePortForward(
 }
 
 /** One forwarded connection: the data stream to 127.0.0.1:<mapped port>, or back to itself. */
-function forward(pair: Required<StreamPair>, route: Extract<Route, { kind: 'portForward' }>, settings: Settings): void {
+function forward(
+  pair: Required<StreamPair>,
+  route: Extract<Route, { kind: 'portForward' }>,
+  settings: Settings,
+): void {
   const { data, error, port, requestId } = pair;
   const target = settings.portMap[port];
   const record: PortForwardRecord = {

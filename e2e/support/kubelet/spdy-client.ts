@@ -61,7 +61,11 @@ export function dialSpdy(options: DialOptions): Promise<Dialed> {
     });
     req.on('upgrade', (res, socket: Duplex, head: Buffer) => {
       const connection = new SpdyConnection(socket, { role: 'client' }, head);
-      resolve({ connection, protocol: String(res.headers['x-stream-protocol-version'] ?? ''), headers: res.headers });
+      resolve({
+        connection,
+        protocol: String(res.headers['x-stream-protocol-version'] ?? ''),
+        headers: res.headers,
+      });
     });
     req.on('response', (res) => {
       let body = '';
@@ -122,16 +126,22 @@ export async function execViaSpdy(options: ExecOptions): Promise<ExecResult> {
     options.server,
   );
   for (const arg of options.command) url.searchParams.append('command', arg);
+  // The kubelet's parameter names (core/v1 ExecStdinParam etc.), as kube-apiserver sends them.
   const stdin = options.stdin !== undefined;
-  if (stdin) url.searchParams.set('stdin', '1');
-  url.searchParams.set('stdout', '1');
-  if (!options.tty) url.searchParams.set('stderr', '1');
+  if (stdin) url.searchParams.set('input', '1');
+  url.searchParams.set('output', '1');
+  if (!options.tty) url.searchParams.set('error', '1');
   if (options.tty) url.searchParams.set('tty', '1');
 
   const { connection, protocol } = await dialSpdy({
     ...options,
     url,
-    protocols: options.protocols ?? ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io'],
+    protocols: options.protocols ?? [
+      'v5.channel.k8s.io',
+      'v4.channel.k8s.io',
+      'v3.channel.k8s.io',
+      'v2.channel.k8s.io',
+    ],
   });
   try {
     const error = await connection.createStream({ streamType: 'error' });

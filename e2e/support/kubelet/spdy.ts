@@ -140,7 +140,7 @@ export function decodeHeaderBlock(block: Buffer): HeaderMap {
     }
     // spdystream lowercases names it receives (and flags uppercase ones); so do we.
     const name = fields[0]!.toLowerCase();
-    (headers[name] ??= []).push(...fields[1]!.split('\0'));
+    headers[name] = [...(headers[name] ?? []), ...fields[1]!.split('\0')];
   }
   return headers;
 }
@@ -290,7 +290,13 @@ export class FrameParser {
       const flags = frame[4]!;
       const payload = frame.subarray(8);
       if (first & 0x80000000) {
-        frames.push({ control: true, version: (first >>> 16) & 0x7fff, frameType: first & 0xffff, flags, payload });
+        frames.push({
+          control: true,
+          version: (first >>> 16) & 0x7fff,
+          frameType: first & 0xffff,
+          flags,
+          payload,
+        });
       } else {
         const streamId = first & 0x7fffffff;
         if (streamId === 0) throw new SpdyProtocolError('DATA frame on stream 0');
@@ -356,7 +362,12 @@ export async function decodeFrame(raw: RawFrame, inflater: HeaderDecompressor): 
       const streamId = payload.readUInt32BE(0) & 0x7fffffff;
       if (streamId === 0) throw new SpdyProtocolError('header frame on stream 0');
       const headers = await inflater.decompress(payload.subarray(4));
-      return { type: raw.frameType === ControlType.SynReply ? 'syn_reply' : 'headers', streamId, flags, headers };
+      return {
+        type: raw.frameType === ControlType.SynReply ? 'syn_reply' : 'headers',
+        streamId,
+        flags,
+        headers,
+      };
     }
     case ControlType.RstStream:
       need(8);
@@ -438,10 +449,15 @@ export async function encodeFrame(frame: Frame, deflater: HeaderCompressor): Pro
       return encodeControlFrame(type, frame.flags, Buffer.concat([u32(frame.streamId & 0x7fffffff), block]));
     }
     case 'rst_stream':
-      return encodeControlFrame(ControlType.RstStream, 0, Buffer.concat([u32(frame.streamId), u32(frame.status)]));
+      return encodeControlFrame(
+        ControlType.RstStream,
+        0,
+        Buffer.concat([u32(frame.streamId), u32(frame.status)]),
+      );
     case 'settings': {
       const parts = [u32(frame.entries.length)];
-      for (const e of frame.entries) parts.push(u32(((e.flags & 0xff) << 24) | (e.id & 0xffffff)), u32(e.value));
+      for (const e of frame.entries)
+        parts.push(u32(((e.flags & 0xff) << 24) | (e.id & 0xffffff)), u32(e.value));
       return encodeControlFrame(ControlType.Settings, frame.flags, Buffer.concat(parts));
     }
     case 'ping':
@@ -573,8 +589,12 @@ export class SpdyConnection extends EventEmitter<SpdyConnectionEvents> {
   }
 
   /** Opens a stream and resolves once the peer's SYN_REPLY arrives (like httpstream CreateStream). */
-  async createStream(headers: HeaderInput, options: { fin?: boolean; timeoutMs?: number } = {}): Promise<SpdyStream> {
-    if (this.#closed || this.#sentGoAway || this.#receivedGoAway) throw new Error('SPDY connection is closing');
+  async createStream(
+    headers: HeaderInput,
+    options: { fin?: boolean; timeoutMs?: number } = {},
+  ): Promise<SpdyStream> {
+    if (this.#closed || this.#sentGoAway || this.#receivedGoAway)
+      throw new Error('SPDY connection is closing');
     const id = this.#nextStreamId;
     this.#nextStreamId += 2;
     const stream = new SpdyStream(this.#host, id, lowerHeaders(headers), { local: true });
@@ -598,7 +618,10 @@ export class SpdyConnection extends EventEmitter<SpdyConnectionEvents> {
       await Promise.race([
         replied,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no SYN_REPLY for stream ${id} within ${timeoutMs} ms`)), timeoutMs);
+          timer = setTimeout(
+            () => reject(new Error(`no SYN_REPLY for stream ${id} within ${timeoutMs} ms`)),
+            timeoutMs,
+          );
         }),
       ]);
     } catch (err) {
@@ -725,7 +748,9 @@ export class SpdyConnection extends EventEmitter<SpdyConnectionEvents> {
         return;
       }
       case 'rst_stream': {
-        this.#pendingReplies.get(frame.streamId)?.reject(new Error(`stream ${frame.streamId} reset (${frame.status})`));
+        this.#pendingReplies
+          .get(frame.streamId)
+          ?.reject(new Error(`stream ${frame.streamId} reset (${frame.status})`));
         this.#streams.get(frame.streamId)?.handleReset(frame.status);
         return;
       }
@@ -791,9 +816,16 @@ export class SpdyConnection extends EventEmitter<SpdyConnectionEvents> {
   #protocolError(err: Error): void {
     if (this.#closed) return;
     this.#reportError(err);
-    this.#send({ type: 'goaway', lastGoodStreamId: this.#lastRemoteStreamId, status: GoAwayStatus.ProtocolError })
+    this.#send({
+      type: 'goaway',
+      lastGoodStreamId: this.#lastRemoteStreamId,
+      status: GoAwayStatus.ProtocolError,
+    })
       .catch(() => undefined)
-      .finally(() => this.destroy(err));
+      .finally(() => {
+        this.#socket.destroy();
+        this.#teardown();
+      });
   }
 
   #teardownAfterInbound(err?: Error): void {
@@ -924,7 +956,9 @@ export class SpdyStream extends Duplex {
     }
     this.#localFin = true;
     this.#ensureReplied()
-      .then(() => this.#host.sendFrame({ type: 'data', streamId: this.id, flags: FLAG_FIN, data: Buffer.alloc(0) }))
+      .then(() =>
+        this.#host.sendFrame({ type: 'data', streamId: this.id, flags: FLAG_FIN, data: Buffer.alloc(0) }),
+      )
       .then(() => {
         if (this.#remoteFin) this.#host.forget(this);
         callback();
@@ -934,7 +968,9 @@ export class SpdyStream extends Duplex {
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     if (!this.#reset && !this.#localFin && !this.#host.closed) {
       this.#reset = true;
-      this.#host.sendFrame({ type: 'rst_stream', streamId: this.id, status: RstStatus.Cancel }).catch(() => undefined);
+      this.#host
+        .sendFrame({ type: 'rst_stream', streamId: this.id, status: RstStatus.Cancel })
+        .catch(() => undefined);
     }
     this.#host.forget(this);
     callback(error);
@@ -964,10 +1000,14 @@ export class SpdyStream extends Duplex {
     this.destroy();
   }
 
-  /** @internal The transport went away. */
+  /**
+   * @internal The transport went away: what was received can still be read
+   * to its end; writes go nowhere. The stream closes once both sides are done.
+   */
   handleConnectionClosed(): void {
     this.#endReadable();
-    this.destroy();
+    if (!this.writableEnded) this.end();
+    if (this.readableLength === 0 && !this.readableFlowing) this.resume();
   }
 
   /** @internal SYN_STREAM carried FLAG_UNIDIRECTIONAL, or we opened it with FIN. */
@@ -997,7 +1037,8 @@ export class SpdyStream extends Duplex {
 function lowerHeaders(headers: HeaderInput): HeaderMap {
   const out: HeaderMap = {};
   for (const [name, value] of Object.entries(headers)) {
-    (out[name.toLowerCase()] ??= []).push(...(Array.isArray(value) ? value : [String(value)]));
+    const key = name.toLowerCase();
+    out[key] = [...(out[key] ?? []), ...(Array.isArray(value) ? value : [String(value)])];
   }
   return out;
 }
