@@ -171,7 +171,10 @@ export class KubeClient {
   }
 
   #send(method: string, path: string, options: RequestOptions) {
-    const url = new URL(path, this.server);
+    // Keep the server's own path (a kubeconfig may point at a proxy URL such as
+    // .../clustergateways/c1/proxy): paths are appended, not resolved.
+    const base = this.server.pathname.replace(/\/+$/, '');
+    const url = new URL(`${this.server.origin}${base}${path}`);
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     let payload: string | undefined;
     if (options.body !== undefined) {

@@ -1,0 +1,303 @@
+/**
+ * The proxy subresource, end to end: kubectl -> hub kube-aggregator ->
+ * gateway -> managed kube-apiserver, with the hub's authentication and
+ * authorization and, on request, the caller's identity on the managed
+ * cluster.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { waitFor } from '../hack/localenv/wait.ts';
+import type { KubeClient } from '../shared/kube/client.ts';
+import { StatusError } from '../shared/kube/status.ts';
+import { environmentState, hubClient, managedClient } from './support/environment.ts';
+import { gatewayRequest } from './support/gateway-client.ts';
+import { kubectl } from './support/kubectl.ts';
+import { hubUserKubeconfig, proxyKubeconfig, proxyPrefix } from './support/users.ts';
+
+const credentialNamespace = 'open-cluster-management-credentials';
+let hub: KubeClient;
+let spoke: KubeClient;
+let hubKubeconfig: string;
+
+before(async () => {
+  hub = await hubClient();
+  spoke = await managedClient('cluster1');
+  hubKubeconfig = environmentState().hub.kubeconfig;
+});
+after(async () => {
+  for (const name of ['offline', 'dotted.cluster.example']) {
+    await hub.delete(`/api/v1/namespaces/${credentialNamespace}/secrets/${name}`);
+  }
+  hub.close();
+  spoke.close();
+});
+
+test("kubectl --raw through the proxy returns the managed cluster's namespaces", async () => {
+  const marker = `marker-${Date.now()}`;
+  await spoke.create('/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: marker },
+  });
+  const raw = await kubectl(hubKubeconfig, 'get', '--raw', `${proxyPrefix}/cluster1/proxy/api/v1/namespaces`);
+  const names = (JSON.parse(raw) as { items: { metadata: { name: string } }[] }).items.map(
+    (i) => i.metadata.name,
+  );
+  assert.ok(names.includes(marker), 'namespace created on cluster1 is seen through the gateway');
+  const other = await kubectl(
+    hubKubeconfig,
+    'get',
+    '--raw',
+    `${proxyPrefix}/cluster2/proxy/api/v1/namespaces`,
+  );
+  assert.ok(!other.includes(marker), 'cluster2 is a different cluster');
+  await spoke.delete(`/api/v1/namespaces/${marker}`);
+});
+
+test('a kubectl whose server is the proxy URL can get, create and apply --dry-run=server', async () => {
+  const kc = await proxyKubeconfig('cluster1');
+  const ns = await kubectl(kc, 'get', 'namespaces', '-o', 'name');
+  assert.match(ns, /namespace\/kube-system/);
+  const manifest = path.join(environmentState().stateDir, 'dry-run-cm.yaml');
+  writeFileSync(
+    manifest,
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dry-run-only\n  namespace: default\ndata:\n  a: b\n',
+  );
+  const dry = await kubectl(kc, 'apply', '--dry-run=server', '-f', manifest);
+  assert.match(dry, /configmap\/dry-run-only (created|configured) \(server dry run\)/);
+  assert.equal(await spoke.getOptional('/api/v1/namespaces/default/configmaps/dry-run-only'), undefined);
+  await kubectl(kc, 'apply', '-f', manifest);
+  const cm = await spoke.get<{ data: Record<string, string> }>(
+    '/api/v1/namespaces/default/configmaps/dry-run-only',
+  );
+  assert.equal(cm.data.a, 'b');
+  await kubectl(kc, 'delete', '-f', manifest);
+});
+
+test('a watch through the proxy delivers events as they happen', async () => {
+  const kc = await proxyKubeconfig('cluster1');
+  const client = await (await import('../shared/kube/client.ts')).KubeClient.fromKubeconfig(kc);
+  const abort = new AbortController();
+  const seen: string[] = [];
+  const watching = (async () => {
+    for await (const e of client.watch<{ metadata: { name: string } }>(
+      '/api/v1/namespaces/default/configmaps?resourceVersion=0',
+      abort.signal,
+    )) {
+      seen.push(`${e.type}:${e.object.metadata.name}`);
+    }
+  })();
+  try {
+    await waitFor('initial events', () => seen.some((s) => s.startsWith('ADDED:kube-root-ca.crt')));
+    const started = Date.now();
+    await spoke.create('/api/v1/namespaces/default/configmaps', {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'watched' },
+    });
+    await waitFor('the ADDED event', () => seen.includes('ADDED:watched'), {
+      intervalMs: 20,
+      timeoutMs: 10_000,
+    });
+    assert.ok(Date.now() - started < 2000, 'event arrived without buffering delay');
+  } finally {
+    abort.abort();
+    await watching;
+    client.close();
+    await spoke.delete('/api/v1/namespaces/default/configmaps/watched');
+  }
+});
+
+test('cluster names with dots work (a Secret-defined cluster)', async () => {
+  const cluster1 = environmentState().managed[0]!;
+  const credential = await hub.get<{ data: Record<string, string> }>(
+    `/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`,
+  );
+  await hub.apply(
+    `/api/v1/namespaces/${credentialNamespace}/secrets/dotted.cluster.example`,
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'dotted.cluster.example',
+        namespace: credentialNamespace,
+        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken' },
+      },
+      data: {
+        endpoint: Buffer.from(cluster1.server).toString('base64'),
+        'ca.crt': Buffer.from(
+          readFileSync(path.join(environmentState().stateDir, 'cluster1', 'ca.crt')),
+        ).toString('base64'),
+        token: credential.data.token!,
+      },
+    },
+    'e2e',
+  );
+  const out = await waitFor('the dotted cluster to serve', async () =>
+    kubectl(
+      hubKubeconfig,
+      'get',
+      '--raw',
+      `${proxyPrefix}/dotted.cluster.example/proxy/api/v1/namespaces/default`,
+    ),
+  );
+  assert.equal((JSON.parse(out) as { metadata: { name: string } }).metadata.name, 'default');
+});
+
+test('an unknown cluster is a 404 Status; an unreachable one a 503 Status that says why', async () => {
+  const unknown = await hub.get(`${proxyPrefix}/no-such-cluster/proxy/api/v1/namespaces`).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  assert.ok(unknown instanceof StatusError);
+  assert.equal(unknown.code, 404);
+  assert.match(unknown.message, /"no-such-cluster" not found/);
+
+  await hub.apply(
+    `/api/v1/namespaces/${credentialNamespace}/secrets/offline`,
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'offline',
+        namespace: credentialNamespace,
+        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken' },
+      },
+      stringData: { endpoint: 'https://127.0.0.1:9', token: 'x' },
+    },
+    'e2e',
+  );
+  const offline = await waitFor('the offline cluster to be known', async () => {
+    try {
+      await hub.get(`${proxyPrefix}/offline/proxy/api/v1/namespaces`);
+      return undefined;
+    } catch (err) {
+      return err instanceof StatusError && err.code !== 404 ? err : undefined;
+    }
+  });
+  assert.equal(offline.code, 503);
+  assert.match(offline.message, /offline.*(unreachable|ECONNREFUSED)/);
+  const table = await waitFor('the offline cluster to show unhealthy', async () => {
+    const out = await kubectl(hubKubeconfig, 'get', 'clustergateway', 'offline');
+    return /false/.test(out) ? out : undefined;
+  });
+  assert.match(table, /offline\s+ServiceAccountToken\s+Const\s+false/);
+});
+
+test('upstream errors pass through unchanged', async () => {
+  const err = await hub
+    .get(`${proxyPrefix}/cluster1/proxy/api/v1/namespaces/default/configmaps/does-not-exist`)
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  assert.ok(err instanceof StatusError);
+  assert.equal(err.code, 404);
+  assert.match(err.message, /configmaps "does-not-exist" not found/);
+});
+
+test('the gateway authorizes every request itself: no clustergateways/proxy permission means 403', async () => {
+  // A hub ServiceAccount with no RBAC, calling the gateway directly with its token.
+  await hub.apply(
+    '/api/v1/namespaces/default/serviceaccounts/nobody',
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'nobody', namespace: 'default' } },
+    'e2e',
+  );
+  const token = await hub.create<{ status: { token: string } }>(
+    '/api/v1/namespaces/default/serviceaccounts/nobody/token',
+    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: {} },
+  );
+  const res = await gatewayRequest('GET', `${proxyPrefix}/cluster1/proxy/api/v1/namespaces`, {
+    bearerToken: token.status.token,
+  });
+  assert.equal(res.status, 403);
+  const status = res.json<{ kind: string; message: string }>();
+  assert.equal(status.kind, 'Status');
+  assert.match(
+    status.message,
+    /system:serviceaccount:default:nobody.*cannot get resource "clustergateways\/proxy"/,
+  );
+
+  // Through the aggregator as a plain user: refused too (by the hub, before it reaches us).
+  const alice = await hubUserKubeconfig('alice-no-rights');
+  await assert.rejects(
+    kubectl(alice, 'get', '--raw', `${proxyPrefix}/cluster1/proxy/api/v1/namespaces`),
+    /Forbidden/,
+  );
+});
+
+test('X-Remote-User without the front-proxy certificate is rejected, not trusted', async () => {
+  const res = await gatewayRequest('GET', `${proxyPrefix}/cluster1/proxy/api/v1/namespaces`, {
+    spoofedHeaders: { user: 'admin', groups: ['system:masters'] },
+  });
+  assert.equal(res.status, 401);
+  assert.equal(res.json<{ kind: string }>().kind, 'Status');
+});
+
+test('with ?impersonate=true the managed cluster applies its own RBAC to the hub user', async () => {
+  const user = 'carol';
+  await hub.apply(
+    '/apis/rbac.authorization.k8s.io/v1/clusterroles/clustergateway-proxy',
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'clustergateway-proxy' },
+      rules: [{ apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways/proxy'], verbs: ['*'] }],
+    },
+    'e2e',
+  );
+  await hub.apply(
+    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/clustergateway-proxy-${user}`,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: `clustergateway-proxy-${user}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'clustergateway-proxy' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+    'e2e',
+  );
+  const kc = await hubUserKubeconfig(user, ['developers']);
+  const path_ = `${proxyPrefix}/cluster1/proxy/api/v1/namespaces/default/configmaps?impersonate=true`;
+  // Allowed on the hub, but cluster1 has never heard of carol: cluster1's own 403.
+  await assert.rejects(
+    kubectl(kc, 'get', '--raw', path_),
+    /User \\?"carol\\?" cannot list resource \\?"configmaps\\?" in API group \\?"\\?" in the namespace \\?"default\\?"/,
+  );
+  // Without impersonation the gateway's own credential is used.
+  const asGateway = await kubectl(
+    kc,
+    'get',
+    '--raw',
+    `${proxyPrefix}/cluster1/proxy/api/v1/namespaces/default/configmaps`,
+  );
+  assert.match(asGateway, /ConfigMapList/);
+  // Once cluster1 grants carol's group read access, the impersonated request succeeds.
+  await spoke.apply(
+    '/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/developers-view',
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'developers-view', namespace: 'default' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'developers' }],
+    },
+    'e2e',
+  );
+  const allowed = await waitFor('cluster1 RBAC to allow developers', async () =>
+    kubectl(kc, 'get', '--raw', path_).catch(() => undefined),
+  );
+  assert.match(allowed, /ConfigMapList/);
+});
+
+test('the gateway exposes Prometheus metrics with the original names', async () => {
+  const res = await gatewayRequest('GET', '/metrics', {
+    frontProxy: { user: 'admin', groups: ['system:masters'] },
+  });
+  assert.equal(res.status, 200);
+  assert.match(res.body, /ocm_proxy_proxied_requests_by_cluster_total\{[^}]*cluster="cluster1"/);
+  assert.match(res.body, /ocm_proxy_proxied_request_duration_seconds_bucket/);
+  assert.match(res.body, /ocm_proxy_proxied_resource_requests_by_resource_total\{[^}]*resource="namespaces"/);
+});

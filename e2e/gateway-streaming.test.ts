@@ -1,0 +1,172 @@
+/**
+ * Streams and upgrades through the whole path: kubectl -> hub aggregator ->
+ * gateway -> managed kube-apiserver -> (stand-in) kubelet. kubectl's server
+ * is cluster1's proxy URL, as a KubeVela-style client's would be.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { after, before, test } from 'node:test';
+import { binaryPath } from '../hack/localenv/binaries.ts';
+import { freePort } from '../hack/localenv/ports.ts';
+import { waitFor } from '../hack/localenv/wait.ts';
+import type { KubeClient } from '../shared/kube/client.ts';
+import { managedClient } from './support/environment.ts';
+import { kubectl } from './support/kubectl.ts';
+import { type StandIn, startStandIn } from './support/stand-in.ts';
+import { proxyKubeconfig } from './support/users.ts';
+
+let spoke: KubeClient;
+let standIn: StandIn;
+let kc: string;
+let echoServer: net.Server;
+let echoPort: number;
+
+before(async () => {
+  spoke = await managedClient('cluster1');
+  // A TCP service "inside the pod" on port 8080: replies with a greeting and echoes.
+  echoServer = net.createServer((socket) => {
+    socket.write('hello from the pod\n');
+    socket.pipe(socket);
+  });
+  await new Promise<void>((resolve) => echoServer.listen(0, '127.0.0.1', resolve));
+  echoPort = (echoServer.address() as net.AddressInfo).port;
+  standIn = await startStandIn(spoke, 'cluster1', { portMap: { 8080: echoPort } });
+  kc = await proxyKubeconfig('cluster1');
+});
+
+after(async () => {
+  await standIn?.stop();
+  echoServer?.close();
+  spoke?.close();
+});
+
+test('kubectl logs -f through the gateway stays open past 90 seconds, and the upstream closes when kubectl leaves', async () => {
+  const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kc}`, 'logs', '-f', standIn.pod.name], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: { at: number; line: string }[] = [];
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    for (const line of chunk.split('\n').filter(Boolean)) lines.push({ at: Date.now(), line });
+  });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => {
+    stderr += c;
+  });
+  const started = Date.now();
+  const closed = new Promise<void>((resolve) => standIn.kubelet.events.once('logsClosed', () => resolve()));
+  try {
+    await waitFor('the first log line', () => lines.length > 0, { timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 95_000));
+    assert.equal(child.exitCode, null, `kubectl logs -f still running (stderr: ${stderr})`);
+    const late = lines.filter((l) => l.at - started > 90_000);
+    assert.ok(late.length > 0, `lines still arriving after 90 s (got ${lines.length} in all)`);
+  } finally {
+    child.kill('SIGINT');
+  }
+  await waitFor('the kubelet to see the stream closed', () => closed.then(() => true), { timeoutMs: 10_000 });
+});
+
+for (const protocol of ['websocket', 'spdy'] as const) {
+  // kubectl 1.30+ uses WebSocket; KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false makes it use the SPDY fallback.
+  const env = { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: protocol === 'websocket' ? 'true' : 'false' };
+
+  test(`kubectl exec through the gateway (${protocol})`, async () => {
+    const out = await kubectlWithEnv(
+      env,
+      'exec',
+      standIn.pod.name,
+      '--',
+      'echo',
+      'through',
+      'the',
+      'gateway',
+    );
+    assert.equal(out, 'through the gateway\n');
+    // Exit codes come back on the error stream.
+    await assert.rejects(
+      kubectlWithEnv(env, 'exec', standIn.pod.name, '--', 'sh', '-c', 'exit 3'),
+      /exit code 3|command terminated with exit code 3/,
+    );
+  });
+
+  test(`kubectl exec -i passes stdin through the gateway (${protocol})`, async () => {
+    const out = await kubectlWithEnv(env, 'exec', '-i', standIn.pod.name, '--', 'cat', {
+      input: 'piped input\n',
+    });
+    assert.equal(out, 'piped input\n');
+  });
+}
+
+for (const protocol of ['websocket', 'spdy'] as const) {
+  test(`kubectl port-forward through the gateway (${protocol})`, async () => {
+    const localPort = await freePort();
+    const child = spawn(
+      binaryPath('kubectl'),
+      [`--kubeconfig=${kc}`, 'port-forward', `pod/${standIn.pod.name}`, `${localPort}:8080`],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, KUBECTL_PORT_FORWARD_WEBSOCKETS: protocol === 'websocket' ? 'true' : 'false' },
+      },
+    );
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      output += c;
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      output += c;
+    });
+    try {
+      await waitFor('port-forward to listen', () => output.includes('Forwarding from'), {
+        timeoutMs: 30_000,
+      });
+      const reply = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(localPort, '127.0.0.1');
+        let data = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (chunk: string) => {
+          data += chunk;
+          if (data.includes('ping')) {
+            socket.end();
+            resolve(data);
+          }
+        });
+        socket.on('error', reject);
+        socket.write('ping\n');
+      });
+      assert.match(reply, /hello from the pod/);
+      assert.match(reply, /ping/);
+    } finally {
+      child.kill('SIGINT');
+    }
+  });
+}
+
+function kubectlWithEnv(
+  env: Record<string, string>,
+  ...args: (string | { input: string })[]
+): Promise<string> {
+  const input = args.find((a): a is { input: string } => typeof a === 'object')?.input;
+  const argv = args.filter((a): a is string => typeof a === 'string');
+  return new Promise((resolve, reject) => {
+    const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kc}`, ...argv], {
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      err += c;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`kubectl ${argv.join(' ')} exited ${code}: ${err.trim()}`));
+    });
+    child.stdin.end(input ?? '');
+  });
+}

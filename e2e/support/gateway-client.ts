@@ -1,0 +1,55 @@
+/** Requests straight to the gateway (bypassing the aggregator), with a chosen way of authenticating. */
+import https from 'node:https';
+import { environmentState } from './environment.ts';
+import { frontProxyClient } from './users.ts';
+
+export interface GatewayResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  json<T = Record<string, unknown>>(): T;
+}
+
+export interface GatewayAuth {
+  /** As the aggregator: front-proxy certificate plus X-Remote-* headers. */
+  frontProxy?: { user: string; groups?: string[] };
+  /** X-Remote-* headers without the certificate (must be refused). */
+  spoofedHeaders?: { user: string; groups?: string[] };
+  bearerToken?: string;
+}
+
+export function gatewayRequest(method: string, path: string, auth: GatewayAuth): Promise<GatewayResponse> {
+  const env = environmentState();
+  if (!env.gateway) throw new Error('the e2e environment runs no gateway');
+  const fp = frontProxyClient();
+  const headers: Record<string, string | string[]> = { accept: 'application/json' };
+  const remote = auth.frontProxy ?? auth.spoofedHeaders;
+  if (remote) {
+    headers['x-remote-user'] = remote.user;
+    if (remote.groups) headers['x-remote-group'] = remote.groups;
+  }
+  if (auth.bearerToken) headers.authorization = `Bearer ${auth.bearerToken}`;
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      `${env.gateway!.url}${path}`,
+      {
+        method,
+        headers,
+        ca: fp.ca,
+        ...(auth.frontProxy ? { cert: fp.cert, key: fp.key } : {}),
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
