@@ -12,7 +12,7 @@ import { freePort } from '../hack/localenv/ports.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
 import { managedClient } from './support/environment.ts';
-import { kubectl } from './support/kubectl.ts';
+import { gatewayRequest } from './support/gateway-client.ts';
 import { type StandIn, startStandIn } from './support/stand-in.ts';
 import { proxyKubeconfig } from './support/users.ts';
 
@@ -72,6 +72,7 @@ for (const protocol of ['websocket', 'spdy'] as const) {
   const env = { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: protocol === 'websocket' ? 'true' : 'false' };
 
   test(`kubectl exec through the gateway (${protocol})`, async () => {
+    const before = await upgradeCount(protocol);
     const out = await kubectlWithEnv(
       env,
       'exec',
@@ -83,6 +84,8 @@ for (const protocol of ['websocket', 'spdy'] as const) {
       'gateway',
     );
     assert.equal(out, 'through the gateway\n');
+    // The gateway saw the protocol under test (kubectl did not silently fall back).
+    assert.ok((await upgradeCount(protocol)) > before, `the gateway proxied a ${protocol} upgrade`);
     // Exit codes come back on the error stream.
     await assert.rejects(
       kubectlWithEnv(env, 'exec', standIn.pod.name, '--', 'sh', '-c', 'exit 3'),
@@ -100,6 +103,7 @@ for (const protocol of ['websocket', 'spdy'] as const) {
 
 for (const protocol of ['websocket', 'spdy'] as const) {
   test(`kubectl port-forward through the gateway (${protocol})`, async () => {
+    const before = await upgradeCount(protocol);
     const localPort = await freePort();
     const child = spawn(
       binaryPath('kubectl'),
@@ -136,10 +140,21 @@ for (const protocol of ['websocket', 'spdy'] as const) {
       });
       assert.match(reply, /hello from the pod/);
       assert.match(reply, /ping/);
+      assert.ok((await upgradeCount(protocol)) > before, `the gateway proxied a ${protocol} upgrade`);
     } finally {
       child.kill('SIGINT');
     }
   });
+}
+
+async function upgradeCount(protocol: string): Promise<number> {
+  const res = await gatewayRequest('GET', '/metrics', {
+    frontProxy: { user: 'admin', groups: ['system:masters'] },
+  });
+  const match = new RegExp(`cluster_gateway_upgrade_requests_total\\{protocol="${protocol}"\\} (\\d+)`).exec(
+    res.body,
+  );
+  return Number(match?.[1] ?? 0);
 }
 
 function kubectlWithEnv(

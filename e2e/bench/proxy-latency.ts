@@ -36,7 +36,12 @@ const objectPath = '/api/v1/namespaces/default';
 const proxyPrefix = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster1/proxy';
 /** Hub requests the gateway would make if auth or cluster lookup were not cached. */
 const watchedResources = new Set(['tokenreviews', 'subjectaccessreviews', 'secrets', 'managedclusters']);
-const watchedVerbs = new Set(['create', 'list', 'get']);
+/** apiserver_request_total's verb label is upper case, and POST for create. */
+const watchedVerbs = new Map([
+  ['POST', 'create'],
+  ['LIST', 'list'],
+  ['GET', 'get'],
+]);
 const benchUser = 'bench-viewer';
 
 interface Flags {
@@ -213,9 +218,10 @@ async function hubRequestCounts(hub: KubeClient): Promise<Map<string, number>> {
       ]),
     ) as Record<string, string>;
     const resource = labels['resource'] ?? '';
-    const verb = (labels['verb'] ?? '').toLowerCase();
-    if (!watchedResources.has(resource) || !watchedVerbs.has(verb)) continue;
-    const key = `${resource} ${verb}`;
+    const verb = watchedVerbs.get(labels['verb'] ?? '');
+    if (!watchedResources.has(resource) || !verb) continue;
+    const subresource = labels['subresource'] ? `/${labels['subresource']}` : '';
+    const key = `${resource}${subresource} ${verb}`;
     counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(close + 1).trim()));
   }
   return counts;

@@ -11,7 +11,7 @@ import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import type { LocalCluster } from './apiserver.ts';
 import { binaryPath, builtBinDir } from './binaries.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
-import { freePorts } from './ports.ts';
+import { freePorts, portIsFree } from './ports.ts';
 import type { Supervisor } from './supervisor.ts';
 import { waitFor } from './wait.ts';
 
@@ -54,6 +54,14 @@ export async function startOcmHub(
   });
   writeFileSync(path.join(certDir, 'tls.crt'), webhookCert.cert);
   writeFileSync(path.join(certDir, 'tls.key'), webhookCert.key);
+  // OCM's webhook binds :8000 (health) and :8080 (metrics) with no flag to move them.
+  for (const port of [8000, 8080]) {
+    if (!(await portIsFree(port))) {
+      throw new Error(
+        `port ${port} is in use: OCM's addon webhook needs ports 8000 and 8080, so only one local environment can run on a machine at a time (is another "npm start" or test run going?)`,
+      );
+    }
+  }
   const webhook = supervisor.start('hub-ocm-addon-webhook', binaryPath('addon'), {
     args: ['webhook-server', `--port=${webhookPort}`, `--certdir=${certDir}`],
     env: { KUBECONFIG: hub.kubeconfig },
@@ -337,7 +345,7 @@ export async function applyCrds(client: KubeClient, dir: string, conversion?: un
     const text = readFileSync(path.join(dir, file), 'utf8').replace(/\{\{[^}]*\}\}/g, 'templated');
     for (const doc of parseAllDocuments(text)) {
       const crd = doc.toJSON() as (KubeObject & { spec: { conversion?: unknown } }) | null;
-      if (!crd || crd.kind !== 'CustomResourceDefinition') continue;
+      if (crd?.kind !== 'CustomResourceDefinition') continue;
       if (crd.spec.conversion && (crd.spec.conversion as { strategy?: string }).strategy === 'Webhook') {
         if (!conversion) throw new Error(`${file} needs a conversion webhook`);
         crd.spec.conversion = conversion;

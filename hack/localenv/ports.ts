@@ -19,3 +19,12 @@ export async function freePorts(count: number): Promise<number[]> {
   while (ports.size < count) ports.add(await freePort());
   return [...ports];
 }
+
+/** Whether `port` can be bound on all interfaces right now. */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, () => server.close(() => resolve(true)));
+  });
+}

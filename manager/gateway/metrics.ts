@@ -80,6 +80,21 @@ export function recordProxiedRequest(request: ProxiedRequest): void {
   );
 }
 
+const upgradeRequests = new Counter({
+  name: 'cluster_gateway_upgrade_requests_total',
+  help: 'Upgrade requests (exec, attach, port-forward) to the proxy, by protocol: websocket or spdy.',
+  labelNames: ['protocol'],
+  registers: [registry],
+});
+
+/** Counts an upgrade request by the protocol the client asked for. */
+export function recordUpgradeRequest(upgradeHeader: string | undefined): void {
+  const value = (upgradeHeader ?? '').toLowerCase();
+  upgradeRequests.inc({
+    protocol: value.startsWith('spdy') ? 'spdy' : value === 'websocket' ? 'websocket' : 'other',
+  });
+}
+
 /** Counts one request as in flight; call the returned function exactly once when it ends. */
 export function trackInflightRequest(): () => void {
   inflightRequests.inc();

@@ -18,7 +18,7 @@ import { identityToPenetrate } from './auth/impersonation.ts';
 import { proxiedRequestAttributes, requestAttributes } from './auth/request-attributes.ts';
 import type { Authenticator, AuthorizationAttributes, Authorizer, UserInfo } from './auth/user.ts';
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
-import { metricsContentType, metricsText, trackInflightRequest } from './metrics.ts';
+import { metricsContentType, metricsText, recordUpgradeRequest, trackInflightRequest } from './metrics.ts';
 import type { ClusterProxy } from './proxy/index.ts';
 import { matchClusterGatewayPath, parseProxyPath } from './proxy/index.ts';
 
@@ -69,13 +69,7 @@ export function createRoutes(deps: RouteDeps) {
     await authorize(user, requestAttributes(method, req.url ?? '/'));
     const proxyPath = parseProxyPath(req.url ?? '/');
     if (proxyPath) {
-      const target = await proxyTarget(
-        user,
-        method,
-        proxyPath.cluster,
-        proxyPath.upstreamPath,
-        url.searchParams,
-      );
+      const target = await proxyTarget(user, method, proxyPath.cluster, proxyPath.upstreamPath);
       return deps.proxy.handleRequest(
         req,
         res,
@@ -118,6 +112,7 @@ export function createRoutes(deps: RouteDeps) {
   }
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    recordUpgradeRequest(req.headers.upgrade);
     const url = new URL(req.url ?? '/', 'https://gateway');
     const proxyPath = parseProxyPath(req.url ?? '/');
     if (!proxyPath) {
@@ -129,13 +124,7 @@ export function createRoutes(deps: RouteDeps) {
     if (!user) throw new StatusError(failureStatus(401, 'Unauthorized'));
     const method = req.method ?? 'GET';
     await authorize(user, requestAttributes(method, req.url ?? '/'));
-    const target = await proxyTarget(
-      user,
-      method,
-      proxyPath.cluster,
-      proxyPath.upstreamPath,
-      url.searchParams,
-    );
+    const target = await proxyTarget(user, method, proxyPath.cluster, proxyPath.upstreamPath);
     deps.proxy.handleUpgrade(
       req,
       socket,
@@ -151,7 +140,6 @@ export function createRoutes(deps: RouteDeps) {
     method: string,
     name: string,
     upstreamPath: string,
-    query: URLSearchParams,
   ): Promise<ClusterTarget> {
     const target = deps.directory.get(name);
     if (!target) throw deps.directory.synced ? notFound(name) : notSynced();
