@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import type { Authenticator, Authorizer, UserInfo } from './auth/user.ts';
+import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
+import type { ClusterProxy } from './proxy/index.ts';
+import { createRoutes } from './routes.ts';
+
+// Small fakes: this tests routing and error shapes, not the collaborators.
+const cluster = (name: string, healthy: boolean): ClusterTarget => ({
+  name,
+  labels: {},
+  annotations: {},
+  creationTimestamp: '2026-01-01T00:00:00Z',
+  resourceVersion: '1',
+  health: healthy ? { healthy } : { healthy, reason: 'unreachable: connect ECONNREFUSED' },
+  connectionKey: name,
+  endpoint: { type: 'Const', address: 'https://127.0.0.1:1', insecure: true },
+  credential: { type: 'ServiceAccountToken', token: 't' },
+});
+const clusters = new Map([
+  ['up', cluster('up', true)],
+  ['down', cluster('down', false)],
+]);
+const directory: ClusterDirectory = {
+  get: (name) => clusters.get(name),
+  list: () => [...clusters.values()],
+  version: '1',
+  synced: true,
+  subscribe: () => () => {},
+};
+const users: Record<string, UserInfo> = {
+  alice: { name: 'alice', groups: ['system:authenticated'], extra: {} },
+  bob: { name: 'bob', groups: ['system:authenticated'], extra: {} },
+};
+const authenticator: Authenticator = {
+  authenticate: async (req) => users[String(req.headers['x-test-user'])],
+};
+const authorizer: Authorizer = {
+  authorize: async (user) =>
+    user.name === 'alice' ? { allowed: true, reason: '' } : { allowed: false, reason: 'no RBAC rule' },
+};
+const proxied: { cluster: string; path: string; identity?: string }[] = [];
+const proxy: ClusterProxy = {
+  handleRequest: (_req, res, target, upstreamPath, identity) => {
+    proxied.push({
+      cluster: target.name,
+      path: upstreamPath,
+      ...(identity ? { identity: identity.name } : {}),
+    });
+    res.end('proxied');
+  },
+  handleUpgrade: () => {},
+  forget: () => {},
+  stats: () => ({
+    pools: 0,
+    retired: 0,
+    activeSockets: 0,
+    idleSockets: 0,
+    queuedRequests: 0,
+    inflightRequests: 0,
+    openUpgrades: 0,
+  }),
+  close: () => {},
+};
+const silent = { warn: () => {}, debug: () => {} };
+
+let server: http.Server;
+let base: string;
+
+before(async () => {
+  const routes = createRoutes({
+    directory,
+    authenticator,
+    authorizer,
+    proxy,
+    ready: () => true,
+    impersonateAll: false,
+    authorizeProxySubpath: false,
+    rejectUnhealthy: true,
+    log: silent,
+  });
+  server = http.createServer(routes.request);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+after(() => server.close());
+
+async function get(path: string, user?: string, method = 'GET') {
+  const res = await fetch(base + path, { method, headers: user ? { 'x-test-user': user } : {} });
+  const text = await res.text();
+  return {
+    status: res.status,
+    text,
+    json: () => JSON.parse(text) as { kind: string; message: string; code: number },
+  };
+}
+
+const prefix = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways';
+
+test('health endpoints need no credentials; everything else does', async () => {
+  assert.equal((await get('/healthz')).text, 'ok');
+  assert.equal((await get('/readyz')).status, 200);
+  const res = await get(`${prefix}/up/proxy/api`);
+  assert.equal(res.status, 401);
+  assert.equal(res.json().kind, 'Status');
+});
+
+test('a proxied request reaches the proxy with its upstream path and query', async () => {
+  const res = await get(`${prefix}/up/proxy/api/v1/pods?watch=true&dryRun=All`, 'alice');
+  assert.equal(res.text, 'proxied');
+  assert.deepEqual(proxied.at(-1), { cluster: 'up', path: '/api/v1/pods?watch=true&dryRun=All' });
+});
+
+test('?impersonate=true hands the caller identity to the proxy', async () => {
+  await get(`${prefix}/up/proxy/api?impersonate=true`, 'alice');
+  assert.equal(proxied.at(-1)?.identity, 'alice');
+});
+
+test('unknown clusters are 404, unhealthy ones 503 with the reason (--reject-unhealthy)', async () => {
+  const missing = await get(`${prefix}/nope/proxy/api`, 'alice');
+  assert.equal(missing.status, 404);
+  assert.match(missing.json().message, /"nope" not found/);
+  const down = await get(`${prefix}/down/proxy/api`, 'alice');
+  assert.equal(down.status, 503);
+  assert.match(down.json().message, /cluster "down" is unhealthy: unreachable: connect ECONNREFUSED/);
+});
+
+test('denied requests are 403 with the Kubernetes wording and the authorizer reason', async () => {
+  const res = await get(`${prefix}/up/proxy/api`, 'bob');
+  assert.equal(res.status, 403);
+  assert.match(
+    res.json().message,
+    /User "bob" cannot get resource "clustergateways\/proxy" in API group "cluster.core.oam.dev" at the cluster scope: no RBAC rule/,
+  );
+});
+
+test('clustergateways are read-only, and bad names and paths are clear 4xx errors', async () => {
+  const del = await get(`${prefix}/up`, 'alice', 'DELETE');
+  assert.equal(del.status, 405);
+  assert.match(del.json().message, /read-only/);
+  const bad = await get(`${prefix}/Not_Valid`, 'alice');
+  assert.equal(bad.status, 404);
+  assert.match(bad.json().message, /not a valid cluster name/);
+  const elsewhere = await get('/api/v1/pods', 'alice');
+  assert.equal(elsewhere.status, 404);
+});
+
+test('get and list answer from the directory', async () => {
+  const one = await get(`${prefix}/up`, 'alice');
+  assert.equal(one.status, 200);
+  assert.equal((JSON.parse(one.text) as { metadata: { name: string } }).metadata.name, 'up');
+  const list = JSON.parse((await get(prefix, 'alice')).text) as { items: unknown[] };
+  assert.equal(list.items.length, 2);
+});
