@@ -23,11 +23,11 @@ log('\nTry:');
 log(`  export KUBECONFIG=${rel(env.hub.kubeconfig)}`);
 log('  kubectl get managedclusters');
 log('  kubectl get clustergateways');
-log('  kubectl get --raw /apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster1/proxy/api/v1/namespaces');
-if (env.gateway) log(`\nThe gateway serves on ${env.gateway.url}, behind the hub's kube-aggregator.`);
 log(
-  `kubectl is at ${rel(path.join(repoRoot, '.cache', 'bin', 'kubectl'))} (matches the apiserver version).`,
+  '  kubectl get --raw /apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster1/proxy/api/v1/namespaces',
 );
+if (env.gateway) log(`\nThe gateway serves on ${env.gateway.url}, behind the hub's kube-aggregator.`);
+log(`kubectl is at ${rel(path.join(repoRoot, '.cache', 'bin', 'kubectl'))} (matches the apiserver version).`);
 log(`Logs: ${rel(env.supervisor.logDir)}/. Press Ctrl-C to stop everything.`);
 
 // Fail loudly if a component dies while we wait.
