@@ -14,14 +14,20 @@
  * Plus b2: like b, but as a user outside system:masters, so every request
  * goes through the SubjectAccessReview cache (system:masters skips review).
  *
- * Flags: --requests=N (2000) --concurrency=C (8) --warmup=W (200)
+ * Per path it prints req/s, latency percentiles, the gateway's RSS before and
+ * after, its CPU time per request (all threads) and how long its main thread
+ * waited for a CPU per request (the machine is small and shared); and, for
+ * b, b2 and c, how many hub API requests that the gateway could make
+ * (TokenReview, SubjectAccessReview, Secret and ManagedCluster reads) the
+ * hub served meanwhile: the hot path should make none.
+ *
+ * Flags: --requests=N (2000) --concurrency=C (8) --warmup=W (1000, per path)
  *        --profile  also CPU-profile an extra gateway process (node --cpu-prof)
  *                   under run b and print where its time goes
  *        --keep     leave the environment running (Ctrl-C stops it)
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { repoRoot } from '../../hack/localenv/binaries.ts';
@@ -53,7 +59,7 @@ interface Flags {
 }
 
 function parseFlags(argv: string[]): Flags {
-  const flags: Flags = { requests: 2000, concurrency: 8, warmup: 200, keep: false, profile: false };
+  const flags: Flags = { requests: 2000, concurrency: 8, warmup: 1000, keep: false, profile: false };
   for (const arg of argv) {
     const [name, value] = arg.replace(/^--/, '').split('=', 2) as [string, string | undefined];
     if (name === 'keep' || name === 'profile') flags[name] = true;
@@ -90,6 +96,9 @@ interface Result {
   latencies: Float64Array;
   rssBeforeKb: number;
   rssAfterKb: number;
+  /** Gateway process CPU time (all threads) and its main thread's run-queue wait, during the measured requests. */
+  gatewayCpuMs: number;
+  gatewayWaitMs: number;
 }
 
 async function kubeconfigTls(file: string): Promise<{ server: string; tls: Tls }> {
@@ -173,10 +182,13 @@ async function measure(target: Target, flags: Flags, gatewayPid: number): Promis
   const agent = agentFor(target, flags.concurrency);
   try {
     await verify(agent, target);
-    // Warm-up: opens all C connections (TLS handshakes) and warms the JITs on both sides.
+    // Warm-up: opens all C connections (TLS handshakes), warms the JITs on both sides and
+    // lets the gateway's heap grow to its working size (it starts cold; b runs first).
     if (flags.warmup > 0) await load(agent, target, flags.warmup, flags.concurrency);
     const rssBeforeKb = rssKb(gatewayPid);
+    const cpuBefore = cpuUsage(gatewayPid);
     const { latencies, reqPerSec } = await load(agent, target, flags.requests, flags.concurrency);
+    const cpuAfter = cpuUsage(gatewayPid);
     return {
       target: target.name,
       requests: flags.requests,
@@ -185,10 +197,26 @@ async function measure(target: Target, flags: Flags, gatewayPid: number): Promis
       latencies,
       rssBeforeKb,
       rssAfterKb: rssKb(gatewayPid),
+      gatewayCpuMs: cpuAfter.cpuMs - cpuBefore.cpuMs,
+      gatewayWaitMs: cpuAfter.waitMs - cpuBefore.waitMs,
     };
   } finally {
     agent.destroy();
   }
+}
+
+/**
+ * CPU time of a process, all threads (/proc/<pid>/stat utime + stime, in
+ * 10 ms ticks), and how long its main thread was runnable but waiting for a
+ * CPU (/proc/<pid>/schedstat run_delay, ns): on a busy 2-core machine the
+ * latter is where much of the added latency goes.
+ */
+function cpuUsage(pid: number): { cpuMs: number; waitMs: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from 3 (state) on
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+  const schedstat = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ');
+  return { cpuMs: ticks * 10, waitMs: Number(schedstat[1]) / 1e6 };
 }
 
 function rssKb(pid: number): number {
@@ -281,6 +309,7 @@ async function grantBenchUser(hub: KubeClient): Promise<void> {
 
 function table(results: Result[]): string {
   const ms = (v: number) => v.toFixed(2);
+  const perRequest = (totalMs: number, r: Result) => ((totalMs * 1000) / r.requests).toFixed(0);
   const mb = (kb: number) => (kb / 1024).toFixed(1);
   const rows = [
     [
@@ -293,6 +322,8 @@ function table(results: Result[]): string {
       'p99',
       'max',
       'gateway RSS MB (before → after)',
+      'gateway CPU µs/req',
+      'gateway CPU wait µs/req',
     ],
     ...results.map((r) => [
       r.target,
@@ -304,6 +335,8 @@ function table(results: Result[]): string {
       ms(percentile(r.latencies, 99)),
       ms(r.latencies[r.latencies.length - 1] ?? Number.NaN),
       `${mb(r.rssBeforeKb)} → ${mb(r.rssAfterKb)}`,
+      perRequest(r.gatewayCpuMs, r),
+      perRequest(r.gatewayWaitMs, r),
     ]),
   ];
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
@@ -408,7 +441,7 @@ function summarizeProfile(profile: CpuProfile, fromUs: number, toUs: number): st
       .join('\n');
   const ours = (k: string) => /\s(manager|shared)\//.test(k);
   return [
-    `busy ${(total / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms in the measured window`,
+    `non-idle samples ${(total / 1000).toFixed(0)} ms, idle ${(idle / 1000).toFixed(0)} ms; shares are of non-idle`,
     'top self time:',
     top(self, 25),
     'top inclusive time, gateway code (manager/, shared/):',
@@ -430,9 +463,12 @@ async function profileRun(env: Environment, target: Target, flags: Flags): Promi
       await verify(agent, profTarget);
       if (flags.warmup > 0) await load(agent, profTarget, flags.warmup, flags.concurrency);
       const from = Number(process.hrtime.bigint() / 1000n);
+      const cpuBefore = cpuUsage(profiled.process.pid);
       const run = await load(agent, profTarget, flags.requests, flags.concurrency);
       const to = Number(process.hrtime.bigint() / 1000n);
-      return { ...run, from, to };
+      const cpuAfter = cpuUsage(profiled.process.pid);
+      const cpu = { cpuMs: cpuAfter.cpuMs - cpuBefore.cpuMs, waitMs: cpuAfter.waitMs - cpuBefore.waitMs };
+      return { ...run, from, to, cpu };
     } finally {
       agent.destroy();
     }
@@ -453,28 +489,22 @@ async function profileRun(env: Environment, target: Target, flags: Flags): Promi
   }
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   console.log(`profile: ${path.relative(process.cwd(), file)}`);
+  const wallMs = (result.to - result.from) / 1000;
+  console.log(
+    `measured window ${wallMs.toFixed(0)} ms: gateway CPU ${result.cpu.cpuMs} ms (all threads), ` +
+      `main thread runnable but waiting for a CPU ${result.cpu.waitMs.toFixed(0)} ms`,
+  );
+  console.log(
+    "V8 samples by wall clock: a function's share includes time the thread was preempted in it (after a\n" +
+      'loopback write wakes the receiving process, for instance), not only CPU it used.',
+  );
   console.log(summarizeProfile(profile, result.from, result.to));
-}
-
-function assertPortFree(port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
-  });
 }
 
 // ---------------------------------------------------------------------------
 
 const flags = parseFlags(process.argv.slice(2));
 const log = (line: string) => process.stderr.write(`[bench env] ${line}\n`);
-await assertPortFree(8000).catch((err: Error) => {
-  console.error(
-    `port 8000 is taken (${err.message}): the OCM addon webhook-server binds its health probe to :8000, ` +
-      'so another local environment (npm start, an e2e run) is probably up; only one can run at a time.',
-  );
-  process.exit(1);
-});
 const env = await startEnvironment({ stateDir, managedClusters: ['cluster1'], log }).catch((err: Error) => {
   console.error(`\nthe environment did not start: ${err.message}`);
   process.exit(1);
