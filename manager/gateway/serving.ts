@@ -35,6 +35,9 @@ export class ServingEndpoint {
       headersTimeout: 60_000,
       keepAliveTimeout: 65_000,
     });
+    // A connection's client certificate is verified once and remembered
+    // (auth/peer-verification.ts): renegotiation could swap it mid-connection.
+    this.server.on('secureConnection', (socket) => socket.disableRenegotiation());
   }
 
   static async create(

@@ -7,8 +7,8 @@
 import type { IncomingMessage } from 'node:http';
 import { unauthorized } from './auth-errors.ts';
 import { type ClientCAConfig, parseClientCAConfig } from './authentication-config.ts';
+import { verifyPeer } from './peer-verification.ts';
 import type { Authenticator, UserInfo } from './user.ts';
-import { peerCertificates, subjectNames, verifyClientChain } from './x509-chain.ts';
 
 export interface ClientCertAuthenticatorOptions {
   configMapData?: Record<string, string>;
@@ -37,14 +37,13 @@ export class ClientCertAuthenticator implements Authenticator {
   async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
     const config = this.#config;
     if (!config) return undefined;
-    const peer = peerCertificates(req);
-    if (!peer) return undefined;
+    const verification = verifyPeer(req, config.roots, this.#now());
+    if (!verification) return undefined;
     // An unverifiable certificate is an error, not "no credentials", as in
     // Kubernetes: the union still lets a later authenticator (a bearer
     // token) succeed, but never falls back to anonymous because of it.
-    const verification = verifyClientChain(peer, config.roots, this.#now());
     if (!verification.ok) throw unauthorized(`client certificate rejected: ${verification.reason}`);
-    const { commonName, organizations } = subjectNames(peer.leaf);
+    const { commonName, organizations } = verification;
     if (!commonName) return undefined;
     return { name: commonName, groups: organizations, extra: {} };
   }

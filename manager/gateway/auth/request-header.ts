@@ -20,8 +20,8 @@ import {
   type RequestHeaderConfig,
 } from './authentication-config.ts';
 import { allHeaderValues, firstHeaderValue, removeHeaders } from './header-utils.ts';
+import { verifyPeer } from './peer-verification.ts';
 import type { Authenticator, UserInfo } from './user.ts';
-import { peerCertificates, subjectNames, verifyClientChain } from './x509-chain.ts';
 
 export interface RequestHeaderAuthenticatorOptions {
   /** Initial ConfigMap data; without it every identity header is rejected until update(). */
@@ -63,11 +63,10 @@ export class RequestHeaderAuthenticator implements Authenticator {
     if (claimed === undefined) return undefined;
     if (!config) throw rejected('front-proxy authentication is not configured');
 
-    const peer = peerCertificates(req);
-    if (!peer) throw rejected('no client certificate presented');
-    const verification = verifyClientChain(peer, config.roots, this.#now());
+    const verification = verifyPeer(req, config.roots, this.#now());
+    if (!verification) throw rejected('no client certificate presented');
     if (!verification.ok) throw rejected(verification.reason);
-    const { commonName } = subjectNames(peer.leaf);
+    const { commonName } = verification;
     if (config.allowedNames.length > 0 && !config.allowedNames.includes(commonName)) {
       throw rejected(`client certificate CN "${commonName}" is not an allowed front-proxy name`);
     }
