@@ -134,6 +134,8 @@ export interface ClientRequest {
   headers?: Record<string, string | string[]>;
   /** Client certificate and key, PEM. */
   cert?: KeyPair;
+  /** A keep-alive agent, to send several requests on one connection. */
+  agent?: https.Agent;
 }
 
 /** One HTTPS request to a test server; resolves with status and parsed JSON body. */
@@ -149,7 +151,7 @@ export function request(
         path: options.path ?? '/apis/cluster.core.oam.dev/v1alpha1/clustergateways',
         method: 'GET',
         ca: server.ca,
-        agent: false,
+        agent: options.agent ?? false,
         headers: options.headers ?? {},
         ...(options.cert ? { cert: options.cert.cert, key: options.cert.key } : {}),
       },
