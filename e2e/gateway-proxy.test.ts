@@ -300,4 +300,6 @@ test('the gateway exposes Prometheus metrics with the original names', async () 
   assert.match(res.body, /ocm_proxy_proxied_requests_by_cluster_total\{[^}]*cluster="cluster1"/);
   assert.match(res.body, /ocm_proxy_proxied_request_duration_seconds_bucket/);
   assert.match(res.body, /ocm_proxy_proxied_resource_requests_by_resource_total\{[^}]*resource="namespaces"/);
+  assert.match(res.body, /cluster_gateway_upstream_connections\{cluster="cluster1"\} \d+/);
+  assert.match(res.body, /cluster_gateway_inflight_requests \d+/);
 });

@@ -126,10 +126,7 @@ const proxy = createClusterProxy({
 registry.subscribe((event) => {
   if (event.type === 'DELETED') proxy.forget(event.cluster.name);
 });
-setUpstreamConnectionsSource(() => {
-  const stats = proxy.stats();
-  return [['all', stats.activeSockets + stats.idleSockets]];
-});
+setUpstreamConnectionsSource(() => proxy.stats().perCluster);
 enableProcessMetrics();
 
 let prober: HealthProber | undefined;

@@ -59,6 +59,7 @@ const proxy: ClusterProxy = {
     activeSockets: 0,
     idleSockets: 0,
     queuedRequests: 0,
+    perCluster: [],
     inflightRequests: 0,
     openUpgrades: 0,
   }),

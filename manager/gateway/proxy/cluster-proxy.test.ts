@@ -144,6 +144,7 @@ describe('createClusterProxy', { timeout: 5000 }, () => {
       activeSockets: 0,
       idleSockets: 0,
       queuedRequests: 0,
+      perCluster: [],
       inflightRequests: 0,
       openUpgrades: 0,
     });

@@ -31,6 +31,7 @@ describe('connection pools', () => {
       activeSockets: 0,
       idleSockets: 0,
       queuedRequests: 0,
+      perCluster: [['c1', 0]],
     });
     pools.get(clusterTarget('c2', constant('https://10.0.0.2')));
     assert.equal(pools.stats().pools, 2);

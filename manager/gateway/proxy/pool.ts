@@ -53,6 +53,8 @@ export interface PoolStats {
   idleSockets: number;
   /** Requests waiting for a socket. */
   queuedRequests: number;
+  /** Open sockets (active and idle) of each cluster's current pool. */
+  perCluster: [cluster: string, sockets: number][];
 }
 
 export interface ConnectionPools {
@@ -192,13 +194,18 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
         activeSockets: 0,
         idleSockets: 0,
         queuedRequests: 0,
+        perCluster: [],
       };
       const add = (agent: http.Agent) => {
         stats.activeSockets += countSockets(agent.sockets);
         stats.idleSockets += countSockets(agent.freeSockets);
         stats.queuedRequests += countSockets(agent.requests);
       };
-      for (const entry of entries.values()) add(entry.upstream.agent);
+      for (const [cluster, entry] of entries) {
+        add(entry.upstream.agent);
+        const agent = entry.upstream.agent;
+        stats.perCluster.push([cluster, countSockets(agent.sockets) + countSockets(agent.freeSockets)]);
+      }
       sweep();
       for (const agent of retired) add(agent);
       stats.retired = retired.size;
