@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { parse } from 'yaml';
 import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
 import { StatusError } from '../shared/kube/status.ts';
@@ -27,7 +28,7 @@ before(async () => {
   hubKubeconfig = environmentState().hub.kubeconfig;
 });
 after(async () => {
-  for (const name of ['offline', 'dotted.cluster.example']) {
+  for (const name of ['offline', 'dotted.cluster.example', 'x509-cluster']) {
     await hub.delete(`/api/v1/namespaces/${credentialNamespace}/secrets/${name}`);
   }
   hub.close();
@@ -144,6 +145,74 @@ test('cluster names with dots work (a Secret-defined cluster)', async () => {
     ),
   );
   assert.equal((JSON.parse(out) as { metadata: { name: string } }).metadata.name, 'default');
+});
+
+test('a rotated credential takes effect on the next request, without a restart', async () => {
+  const path_ = `/api/v1/namespaces/${credentialNamespace}/secrets/dotted.cluster.example`;
+  const secret = await hub.get<{ data: Record<string, string> }>(path_);
+  const good = secret.data.token!;
+  await hub.mergePatch(path_, { data: { token: Buffer.from('revoked-token').toString('base64') } });
+  await waitFor('the cluster to reject the revoked token', async () =>
+    kubectl(
+      hubKubeconfig,
+      'get',
+      '--raw',
+      `${proxyPrefix}/dotted.cluster.example/proxy/api/v1/namespaces/default`,
+    ).then(
+      () => undefined,
+      (err: Error) => /Unauthorized/.test(err.message),
+    ),
+  );
+  await hub.mergePatch(path_, { data: { token: good } });
+  await waitFor('the restored token to work', async () =>
+    kubectl(
+      hubKubeconfig,
+      'get',
+      '--raw',
+      `${proxyPrefix}/dotted.cluster.example/proxy/api/v1/namespaces/default`,
+    ).catch(() => undefined),
+  );
+});
+
+test('an X509Certificate credential Secret works', async () => {
+  const cluster2 = environmentState().managed[1]!;
+  const kubeconfig = parse(readFileSync(cluster2.kubeconfig, 'utf8')) as {
+    users: { user: Record<string, string> }[];
+  };
+  const user = kubeconfig.users[0]!.user;
+  await hub.apply(
+    `/api/v1/namespaces/${credentialNamespace}/secrets/x509-cluster`,
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'x509-cluster',
+        namespace: credentialNamespace,
+        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'X509Certificate' },
+      },
+      data: {
+        endpoint: Buffer.from(cluster2.server).toString('base64'),
+        'ca.crt': Buffer.from(
+          readFileSync(path.join(environmentState().stateDir, 'cluster2', 'ca.crt')),
+        ).toString('base64'),
+        'tls.crt': user['client-certificate-data']!,
+        'tls.key': user['client-key-data']!,
+      },
+    },
+    'e2e',
+  );
+  const out = await waitFor('the X509 cluster to serve', async () =>
+    kubectl(
+      hubKubeconfig,
+      'get',
+      '--raw',
+      `${proxyPrefix}/x509-cluster/proxy/api/v1/namespaces/kube-system`,
+    ).catch(() => undefined),
+  );
+  assert.equal((JSON.parse(out) as { metadata: { name: string } }).metadata.name, 'kube-system');
+  const yaml = await kubectl(hubKubeconfig, 'get', 'clustergateway', 'x509-cluster', '-o', 'yaml');
+  assert.match(yaml, /type: X509Certificate/);
+  assert.ok(!yaml.includes(user['client-key-data']!), 'private key never returned');
 });
 
 test('an unknown cluster is a 404 Status; an unreachable one a 503 Status that says why', async () => {
