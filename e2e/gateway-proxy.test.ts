@@ -28,7 +28,7 @@ before(async () => {
   hubKubeconfig = environmentState().hub.kubeconfig;
 });
 after(async () => {
-  for (const name of ['offline', 'dotted.cluster.example', 'x509-cluster']) {
+  for (const name of ['offline', 'dotted.cluster.example', 'rotated.cluster.example', 'x509-cluster']) {
     await hub.delete(`/api/v1/namespaces/${credentialNamespace}/secrets/${name}`);
   }
   hub.close();
@@ -111,18 +111,19 @@ test('a watch through the proxy delivers events as they happen', async () => {
   }
 });
 
-test('cluster names with dots work (a Secret-defined cluster)', async () => {
+/** A Secret-defined cluster reaching cluster1 with the gateway's token for it. */
+async function applyTokenSecret(name: string): Promise<void> {
   const cluster1 = environmentState().managed[0]!;
   const credential = await hub.get<{ data: Record<string, string> }>(
     `/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`,
   );
   await hub.apply(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/dotted.cluster.example`,
+    `/api/v1/namespaces/${credentialNamespace}/secrets/${name}`,
     {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: {
-        name: 'dotted.cluster.example',
+        name,
         namespace: credentialNamespace,
         labels: { 'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken' },
       },
@@ -136,6 +137,10 @@ test('cluster names with dots work (a Secret-defined cluster)', async () => {
     },
     'e2e',
   );
+}
+
+test('cluster names with dots work (a Secret-defined cluster)', async () => {
+  await applyTokenSecret('dotted.cluster.example');
   const out = await waitFor('the dotted cluster to serve', async () =>
     kubectl(
       hubKubeconfig,
@@ -148,7 +153,8 @@ test('cluster names with dots work (a Secret-defined cluster)', async () => {
 });
 
 test('a rotated credential takes effect on the next request, without a restart', async () => {
-  const path_ = `/api/v1/namespaces/${credentialNamespace}/secrets/dotted.cluster.example`;
+  await applyTokenSecret('rotated.cluster.example');
+  const path_ = `/api/v1/namespaces/${credentialNamespace}/secrets/rotated.cluster.example`;
   const secret = await hub.get<{ data: Record<string, string> }>(path_);
   const good = secret.data.token!;
   await hub.mergePatch(path_, { data: { token: Buffer.from('revoked-token').toString('base64') } });
@@ -157,7 +163,7 @@ test('a rotated credential takes effect on the next request, without a restart',
       hubKubeconfig,
       'get',
       '--raw',
-      `${proxyPrefix}/dotted.cluster.example/proxy/api/v1/namespaces/default`,
+      `${proxyPrefix}/rotated.cluster.example/proxy/api/v1/namespaces/default`,
     ).then(
       () => undefined,
       (err: Error) => /Unauthorized/.test(err.message),
@@ -169,7 +175,7 @@ test('a rotated credential takes effect on the next request, without a restart',
       hubKubeconfig,
       'get',
       '--raw',
-      `${proxyPrefix}/dotted.cluster.example/proxy/api/v1/namespaces/default`,
+      `${proxyPrefix}/rotated.cluster.example/proxy/api/v1/namespaces/default`,
     ).catch(() => undefined),
   );
 });
@@ -371,4 +377,20 @@ test('the gateway exposes Prometheus metrics with the original names', async () 
   assert.match(res.body, /ocm_proxy_proxied_resource_requests_by_resource_total\{[^}]*resource="namespaces"/);
   assert.match(res.body, /cluster_gateway_upstream_connections\{cluster="cluster1"\} \d+/);
   assert.match(res.body, /cluster_gateway_inflight_requests \d+/);
+});
+
+test('no credential ever reaches the gateway log', async () => {
+  const log = readFileSync(path.join(environmentState().stateDir, 'logs', 'hub-cluster-gateway.log'), 'utf8');
+  assert.ok(log.length > 0, 'the gateway logged something');
+  for (const cluster of ['cluster1', 'cluster2']) {
+    const secret = await hub.get<{ data: Record<string, string> }>(
+      `/api/v1/namespaces/${credentialNamespace}/secrets/${cluster}`,
+    );
+    const token = Buffer.from(secret.data.token ?? '', 'base64').toString();
+    assert.ok(!log.includes(token), `${cluster} token absent from the log`);
+  }
+  assert.ok(
+    !/BEGIN [A-Z ]*PRIVATE KEY|Bearer [A-Za-z0-9._-]{20,}/.test(log),
+    'no key or bearer token in the log',
+  );
 });

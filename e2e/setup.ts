@@ -11,7 +11,8 @@ let env: Environment | undefined;
 
 export async function globalSetup(): Promise<void> {
   const log = (line: string) => process.stderr.write(`[e2e env] ${line}\n`);
-  env = await startEnvironment({ stateDir: e2eStateDir, log });
+  // Debug logging, so the test that greps the gateway's log for credentials sees everything it writes.
+  env = await startEnvironment({ stateDir: e2eStateDir, log, gatewayArgs: ['--log-level=debug'] });
 }
 
 export async function globalTeardown(): Promise<void> {

@@ -43,7 +43,7 @@ export async function startOcmHub(
   for (const ns of [hubNamespace, bootstrapNamespace]) await ensureNamespace(client, ns);
 
   // The addon CRDs serve v1alpha1 and v1beta1 and convert through OCM's webhook.
-  const [webhookPort, webhookHealth, registrationListen, addonListen] = await freePorts(4);
+  const [webhookPort, registrationListen, addonListen] = await freePorts(3);
   const certDir = path.join(stateDir, 'ocm-hub', 'webhook-certs');
   mkdirSync(certDir, { recursive: true });
   const webhookCert = await hub.pki.ca.issue({
@@ -66,7 +66,6 @@ export async function startOcmHub(
     args: ['webhook-server', `--port=${webhookPort}`, `--certdir=${certDir}`],
     env: { KUBECONFIG: hub.kubeconfig },
   });
-  void webhookHealth;
 
   const conversion = {
     strategy: 'Webhook',
