@@ -155,3 +155,44 @@ test('get and list answer from the directory', async () => {
   const list = JSON.parse((await get(prefix, 'alice')).text) as { items: unknown[] };
   assert.equal(list.items.length, 2);
 });
+
+test('--authorize-proxy-subpath also authorizes the proxied request itself on the hub', async () => {
+  const seen: string[] = [];
+  const routes = createRoutes({
+    directory,
+    authenticator,
+    authorizer: {
+      authorize: async (_user, a) => {
+        seen.push(
+          a.kind === 'resource'
+            ? `${a.verb} ${a.resource}${a.subresource ? `/${a.subresource}` : ''}`
+            : a.path,
+        );
+        const allowed = !(a.kind === 'resource' && a.resource === 'secrets');
+        return { allowed, reason: allowed ? '' : 'secrets are off limits' };
+      },
+    },
+    proxy,
+    ready: () => true,
+    impersonateAll: false,
+    authorizeProxySubpath: true,
+    rejectUnhealthy: false,
+    log: silent,
+  });
+  const local = http.createServer(routes.request);
+  await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(local.address() as AddressInfo).port}${prefix}/up/proxy/api/v1/namespaces/default`;
+  try {
+    const pods = await fetch(`${url}/pods`, { headers: { 'x-test-user': 'alice' } });
+    assert.equal(pods.status, 200);
+    assert.deepEqual(seen.splice(0), ['get clustergateways/proxy', 'list pods']);
+    const secrets = await fetch(`${url}/secrets/token`, { headers: { 'x-test-user': 'alice' } });
+    assert.equal(secrets.status, 403);
+    assert.match(
+      ((await secrets.json()) as { message: string }).message,
+      /cannot get resource "secrets".*off limits/,
+    );
+  } finally {
+    local.close();
+  }
+});

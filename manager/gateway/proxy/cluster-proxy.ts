@@ -7,6 +7,15 @@
  * parseProxyPath, and — when the caller's identity should reach the cluster
  * (`?impersonate=true`, the ClientIdentityPenetration gate, or an exchanged
  * identity) — the UserInfo to impersonate.
+ *
+ * Why no proxy library (http-proxy-middleware, httpxy, http-proxy): all of
+ * them forward only `GET` + `Upgrade: websocket`, while kubectl falls back to
+ * `POST` + `Upgrade: SPDY/3.1` for exec, attach and port-forward; and their
+ * per-request overhead sits on the hot path (docs/benchmarks.md). Nor an
+ * HTTP framework (express): the gateway has a handful of routes, and raw
+ * node:https serves about 1.7x the requests of express on the same machine
+ * class (fastify/benchmarks). Both stay out of the dependencies until a part
+ * of the project is served better by them.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
