@@ -20,9 +20,13 @@ mkdir -p "$BIN_DIR"
 log() { printf '[binaries %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() { printf '[binaries] error: %s\n' "$*" >&2; exit 1; }
 
-command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go 1.26 or later (https://go.dev/doc/install), or set KUBEBUILDER_ASSETS / CLUSTER_GATEWAY_ASSETS to prebuilt binaries"
-go_minor="$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
-[ "${go_minor:-0}" -ge 25 ] || die "Go $(go env GOVERSION) is too old: these modules need Go 1.25 or later"
+# Checked only when something must be built: prebuilt binaries need no Go.
+require_go() {
+  command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH: install Go 1.26 or later (https://go.dev/doc/install), or set KUBEBUILDER_ASSETS / CLUSTER_GATEWAY_ASSETS to prebuilt binaries"
+  local minor
+  minor="$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"
+  [ "${minor:-0}" -ge 25 ] || die "Go $(go env GOVERSION) is too old: these modules need Go 1.25 or later"
+}
 
 # Some OCM releases are served by the module proxy but absent from the checksum
 # database; go.sum files committed under hack/tools pin every hash instead.
@@ -49,6 +53,7 @@ build() {
     if [ ! -x "$BIN_DIR/$name" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then missing+=("$pkg"); fi
   done
   if [ ${#missing[@]} -eq 0 ]; then log "$group: up to date"; return; fi
+  require_go
   log "$group: building ${missing[*]##*/} (first build of this group takes minutes)"
   local start=$SECONDS
   (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$BIN_DIR/" "${missing[@]}") \
@@ -69,15 +74,23 @@ HELM_VERSION="$(grep -oE 'helm.sh/helm/v3 v[0-9.]+' "$TOOLS/helm/go.mod" | head 
 build helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" helm.sh/helm/v3/cmd/helm
 
 
-
 # OCM's CRDs, exactly as the OCM release ships them (hub: cluster-manager;
 # managed clusters: klusterlet), copied from the same module the binaries
-# were built from.
-OCM_DIR="$(cd "$TOOLS/ocm" && go list -m -f '{{.Dir}}' open-cluster-management.io/ocm)"
+# were built from. With prebuilt binaries, OCM_CRDS may point at them instead.
 CRD_DIR="$(dirname "$BIN_DIR")/ocm-crds"
-rm -rf "$CRD_DIR" && mkdir -p "$CRD_DIR/hub" "$CRD_DIR/managed"
-cp "$OCM_DIR"/manifests/cluster-manager/hub/crds/*.yaml "$CRD_DIR/hub/"
-cp "$OCM_DIR"/manifests/klusterlet/managed/*crd.yaml "$CRD_DIR/managed/"
-chmod -R u+w "$CRD_DIR"
-log "OCM CRDs in $CRD_DIR"
+crd_want="$(cat "$TOOLS/ocm/go.mod" "$TOOLS/ocm/go.sum" | sha256sum | cut -c1-16)"
+if [ -n "${OCM_CRDS:-}" ]; then
+  log "OCM CRDs: using OCM_CRDS=$OCM_CRDS"
+elif [ "$(cat "$CRD_DIR/.stamp" 2>/dev/null)" = "$crd_want" ]; then
+  log "OCM CRDs: up to date"
+else
+  require_go
+  OCM_DIR="$(cd "$TOOLS/ocm" && go list -m -f '{{.Dir}}' open-cluster-management.io/ocm)"
+  rm -rf "$CRD_DIR" && mkdir -p "$CRD_DIR/hub" "$CRD_DIR/managed"
+  cp "$OCM_DIR"/manifests/cluster-manager/hub/crds/*.yaml "$CRD_DIR/hub/"
+  cp "$OCM_DIR"/manifests/klusterlet/managed/*crd.yaml "$CRD_DIR/managed/"
+  chmod -R u+w "$CRD_DIR"
+  echo "$crd_want" > "$CRD_DIR/.stamp"
+  log "OCM CRDs copied to $CRD_DIR"
+fi
 log "all binaries in $BIN_DIR"
