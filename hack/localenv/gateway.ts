@@ -9,6 +9,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
 import type { LocalCluster } from './apiserver.ts';
 import { repoRoot } from './binaries.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
@@ -53,15 +54,12 @@ export async function startGateway(
   });
   writeFileSync(path.join(dir, 'tls.crt'), serving.cert);
   writeFileSync(path.join(dir, 'tls.key'), serving.key, { mode: 0o600 });
-  const token = await client.create<KubeObject & { status: { token: string } }>(
-    `/api/v1/namespaces/${gatewayNamespace}/serviceaccounts/cluster-gateway/token`,
-    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 86400 } },
-  );
+  const token = await requestServiceAccountToken(client, gatewayNamespace, 'cluster-gateway');
   const kubeconfig = writeKubeconfig(path.join(dir, 'serviceaccount.kubeconfig'), {
     name: 'hub',
     server: hub.server,
     caCert: hub.pki.ca.cert,
-    token: token.status.token,
+    token,
   });
   const port = await freePort();
   const process_ = supervisor.start('hub-cluster-gateway', process.execPath, {
@@ -140,10 +138,7 @@ async function provisionCredential(hub: KubeClient, cluster: LocalCluster): Prom
     },
     fieldManager,
   );
-  const token = await spoke.create<KubeObject & { status: { token: string } }>(
-    `/api/v1/namespaces/${ns}/serviceaccounts/cluster-gateway/token`,
-    { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 86400 * 7 } },
-  );
+  const token = await requestServiceAccountToken(spoke, ns, 'cluster-gateway', 86400 * 7);
   await hub.apply(
     `/api/v1/namespaces/${credentialNamespace}/secrets/${cluster.name}`,
     {
@@ -155,7 +150,7 @@ async function provisionCredential(hub: KubeClient, cluster: LocalCluster): Prom
         labels: { 'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken' },
       },
       // Endpoint and CA come from the ManagedCluster (OCM integration); the Secret holds the credential.
-      stringData: { token: token.status.token },
+      stringData: { token },
     },
     fieldManager,
   );

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
 import type { LocalCluster } from './apiserver.ts';
 import { binaryPath, builtBinDir } from './binaries.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
@@ -149,7 +150,7 @@ export async function joinManagedCluster(
     name: 'hub',
     server: ocm.hub.server,
     caCert: ocm.hub.pki.ca.cert,
-    token: await bootstrapToken(hub, name),
+    token: await bootstrapToken(hub),
   });
   const [registrationListen, workListen] = await freePorts(2);
   const registrationAgent = supervisor.start(`${name}-ocm-registration-agent`, binaryPath('registration'), {
@@ -265,7 +266,7 @@ export async function approveCsr(hub: KubeClient, csr: CSR, reason: string): Pro
 }
 
 /** A token of the hub's bootstrap ServiceAccount, which may only create CSRs and ManagedClusters. */
-async function bootstrapToken(hub: KubeClient, clusterName: string): Promise<string> {
+async function bootstrapToken(hub: KubeClient): Promise<string> {
   const sa = 'agent-registration-bootstrap';
   await hub.apply(
     `/api/v1/namespaces/${bootstrapNamespace}/serviceaccounts/${sa}`,
@@ -287,16 +288,8 @@ async function bootstrapToken(hub: KubeClient, clusterName: string): Promise<str
     },
     fieldManager,
   );
-  const review = await hub.create<KubeObject & { status: { token: string } }>(
-    `/api/v1/namespaces/${bootstrapNamespace}/serviceaccounts/${sa}/token`,
-    {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenRequest',
-      metadata: { annotations: { 'cluster-gateway.dev/for-cluster': clusterName } },
-      spec: { expirationSeconds: 86400 },
-    },
-  );
-  return review.status.token;
+  // One bootstrap identity serves every cluster, as `clusteradm init` sets it up.
+  return requestServiceAccountToken(hub, bootstrapNamespace, sa);
 }
 
 /** The bootstrap ClusterRole that `clusteradm init` creates. */

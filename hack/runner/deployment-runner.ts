@@ -17,6 +17,7 @@ import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
 import { StatusError } from '../../shared/kube/status.ts';
 import { writeKubeconfig } from '../localenv/kubeconfig.ts';
 import type { ManagedProcess, Supervisor } from '../localenv/supervisor.ts';
@@ -224,11 +225,7 @@ export class DeploymentRunner {
     const sa = d.spec.template.spec.serviceAccountName ?? 'default';
     let token: string;
     try {
-      const review = await this.#o.client.create<KubeObject & { status: { token: string } }>(
-        `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`,
-        { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 86400 } },
-      );
-      token = review.status.token;
+      token = await requestServiceAccountToken(this.#o.client, ns, sa);
     } catch (err) {
       if (err instanceof StatusError && err.code === 404) {
         throw new MissingReference(`ServiceAccount ${ns}/${sa} does not exist yet`);

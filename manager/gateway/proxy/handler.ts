@@ -17,9 +17,10 @@ import { failureStatus } from '../../../shared/kube/status.ts';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import type { ProxyContext } from './context.ts';
-import { downstreamHeaders, upstreamHeaders } from './headers.ts';
-import { isStreamingRequest, joinUpstreamPath } from './path.ts';
+import { downstreamHeaders } from './headers.ts';
+import { isStreamingRequest } from './path.ts';
 import { errorMessage, unreachable, writeStatus } from './reply.ts';
+import { openUpstreamRequest } from './upstream-request.ts';
 
 /**
  * @param upstreamPath path and raw query relative to the cluster's endpoint (parseProxyPath)
@@ -66,19 +67,7 @@ export function proxyRequest(
 
   let request: ClientRequest;
   try {
-    request = upstream.request({
-      agent: upstream.agent,
-      host: upstream.hostname,
-      port: upstream.port,
-      method: req.method,
-      path: joinUpstreamPath(upstream.basePath, upstreamPath),
-      headers: upstreamHeaders(req.rawHeaders, {
-        host: upstream.hostHeader,
-        authorization: upstream.authorization,
-        identity,
-        forwardedFor: req.socket.remoteAddress,
-      }),
-    });
+    request = openUpstreamRequest(upstream, req, upstreamPath, { identity });
   } catch (err) {
     // Node validates the request line and headers synchronously.
     error = errorMessage(err);

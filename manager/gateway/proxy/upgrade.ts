@@ -18,9 +18,9 @@ import { failureStatus } from '../../../shared/kube/status.ts';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import type { ProxyContext } from './context.ts';
-import { downstreamHeaders, upstreamHeaders } from './headers.ts';
-import { joinUpstreamPath } from './path.ts';
+import { downstreamHeaders } from './headers.ts';
 import { errorMessage, unreachable, writeStatusToSocket } from './reply.ts';
+import { openUpstreamRequest } from './upstream-request.ts';
 
 /** Refusals are small Status objects; anything bigger than this is not relayed. */
 const MAX_REFUSAL_BODY = 1 << 20;
@@ -64,20 +64,7 @@ export function proxyUpgrade(
 
   let up: ReturnType<typeof upstream.request>;
   try {
-    up = upstream.request({
-      agent: upstream.agent,
-      host: upstream.hostname,
-      port: upstream.port,
-      method: req.method,
-      path: joinUpstreamPath(upstream.basePath, upstreamPath),
-      headers: upstreamHeaders(req.rawHeaders, {
-        host: upstream.hostHeader,
-        authorization: upstream.authorization,
-        identity,
-        upgrade: true,
-        forwardedFor: req.socket.remoteAddress,
-      }),
-    });
+    up = openUpstreamRequest(upstream, req, upstreamPath, { identity, upgrade: true });
   } catch (err) {
     const message = errorMessage(err);
     writeStatusToSocket(socket, failureStatus(400, `cannot proxy to cluster "${target.name}": ${message}`));
