@@ -28,7 +28,13 @@ before(async () => {
   hubKubeconfig = environmentState().hub.kubeconfig;
 });
 after(async () => {
-  for (const name of ['offline', 'dotted.cluster.example', 'rotated.cluster.example', 'x509-cluster']) {
+  for (const name of [
+    'offline',
+    'dotted.cluster.example',
+    'rotated.cluster.example',
+    'x509-cluster',
+    'exec-cluster',
+  ]) {
     await hub.delete(`/api/v1/namespaces/${credentialNamespace}/secrets/${name}`);
   }
   hub.close();
@@ -219,6 +225,58 @@ test('an X509Certificate credential Secret works', async () => {
   const yaml = await kubectl(hubKubeconfig, 'get', 'clustergateway', 'x509-cluster', '-o', 'yaml');
   assert.match(yaml, /type: X509Certificate/);
   assert.ok(!yaml.includes(user['client-key-data']!), 'private key never returned');
+});
+
+test('a Dynamic (exec credential plugin) Secret works, and its token is never shown', async () => {
+  const cluster1 = environmentState().managed[0]!;
+  const credential = await hub.get<{ data: Record<string, string> }>(
+    `/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`,
+  );
+  const token = Buffer.from(credential.data.token!, 'base64').toString().trim();
+  // The plugin reads the token from a file, as a real one would fetch it from somewhere.
+  const tokenFile = path.join(environmentState().stateDir, 'exec-cluster-token');
+  writeFileSync(tokenFile, token);
+  const v1 = 'client.authentication.k8s.io/v1';
+  const exec = {
+    apiVersion: v1,
+    command: 'sh',
+    args: [
+      '-c',
+      `printf '{"apiVersion":"${v1}","kind":"ExecCredential","status":{"token":"%s"}}' "$(cat ${tokenFile})"`,
+    ],
+  };
+  await hub.apply(
+    `/api/v1/namespaces/${credentialNamespace}/secrets/exec-cluster`,
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'exec-cluster',
+        namespace: credentialNamespace,
+        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'Dynamic' },
+      },
+      data: {
+        endpoint: Buffer.from(cluster1.server).toString('base64'),
+        'ca.crt': Buffer.from(
+          readFileSync(path.join(environmentState().stateDir, 'cluster1', 'ca.crt')),
+        ).toString('base64'),
+        exec: Buffer.from(JSON.stringify(exec)).toString('base64'),
+      },
+    },
+    'e2e',
+  );
+  const out = await waitFor('the exec credential cluster to serve', async () =>
+    kubectl(
+      hubKubeconfig,
+      'get',
+      '--raw',
+      `${proxyPrefix}/exec-cluster/proxy/api/v1/namespaces/default`,
+    ).catch(() => undefined),
+  );
+  assert.equal((JSON.parse(out) as { metadata: { name: string } }).metadata.name, 'default');
+  const yaml = await kubectl(hubKubeconfig, 'get', 'clustergateway', 'exec-cluster', '-o', 'yaml');
+  assert.match(yaml, /type: Dynamic/);
+  assert.ok(!yaml.includes(token), 'the plugin token is never returned');
 });
 
 test('an unknown cluster is a 404 Status; an unreachable one a 503 Status that says why', async () => {

@@ -11,8 +11,13 @@ let env: Environment | undefined;
 
 export async function globalSetup(): Promise<void> {
   const log = (line: string) => process.stderr.write(`[e2e env] ${line}\n`);
-  // Debug logging, so the test that greps the gateway's log for credentials sees everything it writes.
-  env = await startEnvironment({ stateDir: e2eStateDir, log, gatewayArgs: ['--log-level=debug'] });
+  // Debug logging, so the test that greps the gateway's log for credentials sees everything it writes;
+  // exec credentials on, so the Dynamic credential test can run its plugin.
+  env = await startEnvironment({
+    stateDir: e2eStateDir,
+    log,
+    gatewayArgs: ['--log-level=debug', '--enable-exec-credentials'],
+  });
 }
 
 export async function globalTeardown(): Promise<void> {

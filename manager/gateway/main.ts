@@ -14,6 +14,7 @@ import { RequestHeaderAuthenticator } from './auth/request-header.ts';
 import { SubjectAccessReviewAuthorizer } from './auth/sar-authorizer.ts';
 import { TokenReviewAuthenticator } from './auth/token-review.ts';
 import { UnionAuthenticator } from './auth/union.ts';
+import { ExecRefresher } from './clusters/exec-refresher.ts';
 import { ManagedClusterSource, managedClusterHealth } from './clusters/managedcluster-source.ts';
 import { ClusterRegistry } from './clusters/registry.ts';
 import { SecretSource } from './clusters/secret-source.ts';
@@ -56,10 +57,16 @@ const informerErrors = (source: string) => ({
   onError: (err: unknown, phase: string) =>
     log.warn({ source, phase, err: (err as Error).message }, 'watch interrupted; retrying'),
 });
+// Dynamic credentials run commands from Secrets, so only when asked to (see --help).
+const execRefresher = options.enableExecCredentials
+  ? new ExecRefresher(registry, {
+      onError: (cluster, message) => log.warn({ cluster, err: message }, 'exec credential plugin failed'),
+    })
+  : undefined;
 const secrets = new SecretSource(
   hub,
   { namespace: options.secretNamespace, informer: informerErrors('secrets') },
-  registry,
+  execRefresher ?? registry,
 );
 registry.addSource(secrets);
 void secrets.start();
@@ -169,6 +176,7 @@ const shutdown = async (signal: string) => {
   log.info({ signal }, 'shutting down');
   prober?.stop();
   secrets.stop();
+  execRefresher?.stop();
   managedClusters?.stop();
   authConfig.stop();
   await endpoint.close();

@@ -13,6 +13,7 @@ test('defaults match the original where it has the setting', () => {
   assert.equal(o.securePort, 9443);
   assert.equal(o.secretNamespace, 'open-cluster-management-credentials');
   assert.equal(o.ocmIntegration, true);
+  assert.equal(o.enableExecCredentials, false);
   assert.deepEqual(o.featureGates, { HealthinessCheck: true, ClientIdentityPenetration: false });
 });
 
@@ -39,4 +40,16 @@ test('--help documents every flag', () => {
   for (const flag of ['--secure-port', '--secret-namespace', '--feature-gates', '--reject-unhealthy']) {
     assert.ok(helpText().includes(flag), flag);
   }
+});
+
+test('--enable-exec-credentials is off by default and its help warns about Secret writers', () => {
+  assert.equal(parsed(['--enable-exec-credentials']).enableExecCredentials, true);
+  assert.equal(parsed(['--enable-exec-credentials=true']).enableExecCredentials, true);
+  assert.throws(() => parseOptions(['--enable-exec-credentials=yes']), /enable-exec-credentials/);
+  const help =
+    helpText()
+      .split('\n')
+      .find((line) => line.includes('--enable-exec-credentials')) ?? '';
+  assert.match(help, /anyone who can write Secrets/);
+  assert.match(help, /default false/);
 });

@@ -14,6 +14,8 @@ export interface GatewayOptions {
   kubeconfig?: string;
   secretNamespace: string;
   ocmIntegration: boolean;
+  /** Run the exec plugins of Dynamic credential Secrets inside the gateway. */
+  enableExecCredentials: boolean;
   featureGates: FeatureGates;
   authorizeProxySubpath: boolean;
   healthCheckIntervalSeconds: number;
@@ -60,6 +62,11 @@ const flags = {
     type: 'string',
     default: 'true',
     help: 'also serve OCM ManagedClusters (endpoint and CA from spec.managedClusterClientConfigs)',
+  },
+  'enable-exec-credentials': {
+    type: 'string',
+    default: 'false',
+    help: 'run the exec plugins of Dynamic credential Secrets (data key exec) in the gateway. Off by default: anyone who can write Secrets in --secret-namespace can then run commands as the gateway',
   },
   'feature-gates': {
     type: 'string',
@@ -116,7 +123,7 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
   let values: Record<string, string | boolean | undefined>;
   try {
     const parsed = parseArgs({
-      args: argv,
+      args: bareBooleans(argv),
       options: Object.fromEntries(
         Object.entries(flags).map(([k, v]) => [
           k,
@@ -149,6 +156,7 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     ...(str('kubeconfig') ? { kubeconfig: str('kubeconfig') } : {}),
     secretNamespace: str('secret-namespace') ?? '',
     ocmIntegration: bool('ocm-integration', str('ocm-integration')),
+    enableExecCredentials: bool('enable-exec-credentials', str('enable-exec-credentials')),
     featureGates: parseFeatureGates(str('feature-gates') ?? ''),
     authorizeProxySubpath: bool('authorize-proxy-subpath', str('authorize-proxy-subpath')),
     healthCheckIntervalSeconds: integer('health-check-interval', str('health-check-interval'), 1, 3600),
@@ -158,6 +166,21 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     logLevel,
     userAgent: str('user-agent') ?? 'cluster-gateway',
   };
+}
+
+/**
+ * `--flag` alone means `--flag=true` for true/false flags, as with Go's
+ * pflag; `--flag false` (a separate value) keeps working.
+ */
+function bareBooleans(argv: string[]): string[] {
+  const booleans = new Set(
+    Object.entries(flags)
+      .filter(([, spec]) => 'default' in spec && (spec.default === 'true' || spec.default === 'false'))
+      .map(([name]) => `--${name}`),
+  );
+  return argv.map((arg, i) =>
+    booleans.has(arg) && !['true', 'false'].includes(argv[i + 1] ?? '') ? `${arg}=true` : arg,
+  );
 }
 
 export function parseFeatureGates(text: string): FeatureGates {

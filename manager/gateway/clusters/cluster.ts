@@ -43,7 +43,8 @@ export type Endpoint = ConstEndpoint | TunnelEndpoint;
 export type Credential =
   | { type: 'ServiceAccountToken'; token: string }
   | { type: 'X509Certificate'; certificate: string; privateKey: string }
-  | { type: 'Dynamic'; token?: string };
+  // Filled in by the exec plugin's result (exec-refresher.ts): a token or a client certificate.
+  | { type: 'Dynamic'; token?: string; certificate?: string; privateKey?: string };
 
 export interface ClusterHealth {
   healthy: boolean;

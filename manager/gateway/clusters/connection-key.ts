@@ -24,7 +24,14 @@ export function connectionKey(
   if (credential?.type === 'ServiceAccountToken') cred = [credential.type, credential.token];
   else if (credential?.type === 'X509Certificate') {
     cred = [credential.type, credential.certificate, credential.privateKey];
-  } else if (credential?.type === 'Dynamic') cred = [credential.type, credential.token ?? ''];
+  } else if (credential?.type === 'Dynamic') {
+    cred = [
+      credential.type,
+      credential.token ?? '',
+      credential.certificate ?? '',
+      credential.privateKey ?? '',
+    ];
+  }
   return createHash('sha256')
     .update(JSON.stringify([ep, cred]))
     .digest('hex');

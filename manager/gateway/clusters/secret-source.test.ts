@@ -114,7 +114,7 @@ test('credential type problems: missing label, unknown type, missing token', () 
   );
 });
 
-test('Dynamic credentials are recognised but not executed, and say so', () => {
+test('Dynamic credentials carry their exec config and are disabled until the flag is given', () => {
   const labels = { 'cluster.core.oam.dev/cluster-credential-type': 'Dynamic' };
   const ok = parseClusterSecret(
     secret(
@@ -127,9 +127,14 @@ test('Dynamic credentials are recognised but not executed, and say so', () => {
     ),
   );
   assert.deepEqual(ok.credential, { type: 'Dynamic' });
-  assert.match(
-    ok.credentialProblem ?? '',
-    /exec credential plugins are not supported by this gateway yet \(command "aws"/,
+  assert.deepEqual(ok.exec, { apiVersion: 'client.authentication.k8s.io/v1', command: 'aws' });
+  assert.equal(
+    ok.credentialProblem,
+    'exec credentials are disabled: start the gateway with --enable-exec-credentials',
+  );
+  assert.equal(
+    parseClusterSecret(secret('eks', { exec: '{"command":"aws","args":"x"}' }, labels)).credentialProblem,
+    'data key exec: args is not a list of strings',
   );
   assert.match(parseClusterSecret(secret('eks', {}, labels)).credentialProblem ?? '', /needs data key exec/);
   assert.equal(

@@ -12,6 +12,7 @@
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import { Informer, type InformerClient, type InformerOptions } from '../../../shared/kube/informer.ts';
 import type { ClusterHealth, Credential, EndpointType } from './cluster.ts';
+import type { ExecConfig } from './exec-credential.ts';
 import {
   annotationHealthy,
   annotationHealthyReason,
@@ -52,6 +53,8 @@ export interface SecretClusterInfo {
   credentialType?: string;
   credential?: Credential;
   credentialProblem?: string;
+  /** The Dynamic credential's plugin (data key exec); the ExecRefresher runs it when enabled. */
+  exec?: ExecConfig;
   /** From the status annotations, when present. */
   health?: ClusterHealth;
 }
@@ -168,27 +171,54 @@ function parseCredential(
     }
     default: {
       info.credential = { type: 'Dynamic' };
-      info.credentialProblem = dynamicProblem(decode(data, 'exec'));
+      const parsed = parseExecConfig(decode(data, 'exec'));
+      if (typeof parsed === 'string') info.credentialProblem = parsed;
+      else {
+        info.exec = parsed;
+        // Replaced by the ExecRefresher when --enable-exec-credentials is on.
+        info.credentialProblem = execDisabledProblem;
+      }
     }
   }
 }
 
-/**
- * The original runs the exec plugin inside the gateway (PR #149). This
- * gateway does not run plugins yet, so a Dynamic cluster is listed but
- * cannot be proxied; the message says exactly that.
- */
-function dynamicProblem(exec: string | undefined): string {
+export const execDisabledProblem =
+  'exec credentials are disabled: start the gateway with --enable-exec-credentials';
+
+/** The clientcmd ExecConfig in data key exec, or a problem string. */
+function parseExecConfig(exec: string | undefined): ExecConfig | string {
   if (!exec?.trim())
     return 'credential type Dynamic needs data key exec (a client.authentication.k8s.io ExecConfig)';
-  let config: { command?: unknown };
+  let config: Partial<Record<keyof ExecConfig, unknown>>;
   try {
-    config = JSON.parse(exec) as { command?: unknown };
+    config = JSON.parse(exec);
   } catch {
     return 'data key exec is not valid JSON';
   }
-  if (typeof config?.command !== 'string' || !config.command) return 'data key exec has no command';
-  return `exec credential plugins are not supported by this gateway yet (command ${JSON.stringify(config.command)} was not run)`;
+  if (typeof config !== 'object' || config === null) return 'data key exec is not a JSON object';
+  const { apiVersion, command, args, env, installHint, provideClusterInfo } = config;
+  if (typeof command !== 'string' || !command) return 'data key exec has no command';
+  if (apiVersion !== undefined && typeof apiVersion !== 'string')
+    return 'data key exec: apiVersion is not a string';
+  if (args !== undefined && !(Array.isArray(args) && args.every((a) => typeof a === 'string'))) {
+    return 'data key exec: args is not a list of strings';
+  }
+  const envOk = (e: unknown) =>
+    typeof e === 'object' &&
+    e !== null &&
+    typeof (e as { name?: unknown }).name === 'string' &&
+    typeof (e as { value?: unknown }).value === 'string';
+  if (env != null && !(Array.isArray(env) && env.every(envOk))) {
+    return 'data key exec: env is not a list of {name, value}';
+  }
+  return {
+    command,
+    ...(apiVersion ? { apiVersion } : {}),
+    ...(args ? { args: args as string[] } : {}),
+    ...(env ? { env: env as ExecConfig['env'] } : {}),
+    ...(typeof installHint === 'string' ? { installHint } : {}),
+    ...(provideClusterInfo === true ? { provideClusterInfo } : {}),
+  };
 }
 
 /** Receives parsed Secrets; the registry implements it. */

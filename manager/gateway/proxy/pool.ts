@@ -88,7 +88,8 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       ...base,
       ca: endpoint.caBundle || undefined,
       rejectUnauthorized: !endpoint.insecure,
-      ...(credential?.type === 'X509Certificate'
+      // A Dynamic credential may also be a client certificate (an exec plugin's clientCertificateData).
+      ...((credential?.type === 'X509Certificate' || credential?.type === 'Dynamic') && credential.certificate
         ? { cert: credential.certificate, key: credential.privateKey }
         : {}),
     };
