@@ -10,7 +10,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
-import { waitFor } from '../hack/localenv/wait.ts';
+import { waitForConditions } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
 import { createCertificateAuthority } from '../shared/pki.ts';
 import { hubClient } from './support/environment.ts';
@@ -96,16 +96,9 @@ after(async () => {
 });
 
 test('the aggregator marks the APIService available and routes requests to the local process', async () => {
-  await waitFor(
-    'APIService to become Available',
-    async () => {
-      const svc = await hub.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-        `/apis/apiregistration.k8s.io/v1/apiservices/v1.${group}`,
-      );
-      return svc.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
-    },
-    { timeoutMs: 60_000 },
-  );
+  await waitForConditions(hub, `/apis/apiregistration.k8s.io/v1/apiservices/v1.${group}`, ['Available'], {
+    timeoutMs: 60_000,
+  });
   const list = await hub.get<{ items: { metadata: { name: string } }[] }>(`/apis/${group}/v1/things`);
   assert.deepEqual(
     list.items.map((i) => i.metadata.name),

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { waitFor } from '../hack/localenv/wait.ts';
+import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
 import { environmentState, hubClient, managedClient } from './support/environment.ts';
 import { kubectl } from './support/kubectl.ts';
 
@@ -71,12 +71,11 @@ test('a ManifestWork on the hub is applied to its managed cluster by the work ag
     spoke.getOptional<{ data: Record<string, string> }>(`/api/v1/namespaces/default/configmaps/${name}`),
   );
   assert.equal(cm.data.from, 'hub');
-  await waitFor('the ManifestWork to report Applied', async () => {
-    const work = await hub.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-      `/apis/work.open-cluster-management.io/v1/namespaces/${cluster.name}/manifestworks/${name}`,
-    );
-    return work.status?.conditions?.some((c) => c.type === 'Applied' && c.status === 'True');
-  });
+  await waitForConditions(
+    hub,
+    `/apis/work.open-cluster-management.io/v1/namespaces/${cluster.name}/manifestworks/${name}`,
+    ['Applied'],
+  );
   await hub.delete(
     `/apis/work.open-cluster-management.io/v1/namespaces/${cluster.name}/manifestworks/${name}`,
   );

@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
+import { applyClusterSecret, gatewayToken, secretPath } from './support/credentials.ts';
 import { environmentState, hubClient } from './support/environment.ts';
 import { kubectl } from './support/kubectl.ts';
 
-const credentialNamespace = 'open-cluster-management-credentials';
 let hub: KubeClient;
 let kubeconfig: string;
 
@@ -32,10 +32,7 @@ test('kubectl get clustergateways lists every managed cluster in a table', async
 });
 
 test('kubectl get -o yaml shows the endpoint but never a token or key', async () => {
-  const secret = await hub.get<{ data: Record<string, string> }>(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`,
-  );
-  const token = Buffer.from(secret.data.token ?? '', 'base64').toString();
+  const token = await gatewayToken(hub, 'cluster1');
   assert.ok(token.length > 20, 'the credential Secret holds a token');
   const yaml = await kubectl(kubeconfig, 'get', 'clustergateways', '-o', 'yaml');
   assert.match(yaml, /address: https:\/\/127\.0\.0\.1:\d+/);
@@ -97,24 +94,14 @@ test('watch streams clusters as their Secrets come and go', async () => {
     await waitFor('initial ADDED events', () =>
       events.some((e) => e.type === 'ADDED' && e.name === 'cluster1'),
     );
-    await hub.apply(
-      `/api/v1/namespaces/${credentialNamespace}/secrets/${name}`,
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: {
-          name,
-          namespace: credentialNamespace,
-          labels: { 'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken' },
-        },
-        stringData: { endpoint: 'https://127.0.0.1:1', token: 'not-a-real-token' },
-      },
-      'e2e',
-    );
+    await applyClusterSecret(hub, name, 'ServiceAccountToken', {
+      endpoint: 'https://127.0.0.1:1',
+      token: 'not-a-real-token',
+    });
     await waitFor('ADDED for the new Secret', () =>
       events.some((e) => e.type === 'ADDED' && e.name === name),
     );
-    await hub.delete(`/api/v1/namespaces/${credentialNamespace}/secrets/${name}`);
+    await hub.delete(secretPath(name));
     await waitFor('DELETED for the removed Secret', () =>
       events.some((e) => e.type === 'DELETED' && e.name === name),
     );

@@ -12,12 +12,12 @@ import { parse } from 'yaml';
 import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
 import { StatusError } from '../shared/kube/status.ts';
+import { applyClusterSecret, clusterEndpoint, gatewayToken, secretPath } from './support/credentials.ts';
 import { environmentState, hubClient, managedClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
 import { kubectl } from './support/kubectl.ts';
 import { hubUserKubeconfig, proxyKubeconfig, proxyPrefix } from './support/users.ts';
 
-const credentialNamespace = 'open-cluster-management-credentials';
 let hub: KubeClient;
 let spoke: KubeClient;
 let hubKubeconfig: string;
@@ -35,7 +35,7 @@ after(async () => {
     'x509-cluster',
     'exec-cluster',
   ]) {
-    await hub.delete(`/api/v1/namespaces/${credentialNamespace}/secrets/${name}`);
+    await hub.delete(secretPath(name));
   }
   hub.close();
   spoke.close();
@@ -119,30 +119,10 @@ test('a watch through the proxy delivers events as they happen', async () => {
 
 /** A Secret-defined cluster reaching cluster1 with the gateway's token for it. */
 async function applyTokenSecret(name: string): Promise<void> {
-  const cluster1 = environmentState().managed[0]!;
-  const credential = await hub.get<{ data: Record<string, string> }>(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`,
-  );
-  await hub.apply(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/${name}`,
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name,
-        namespace: credentialNamespace,
-        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken' },
-      },
-      data: {
-        endpoint: Buffer.from(cluster1.server).toString('base64'),
-        'ca.crt': Buffer.from(
-          readFileSync(path.join(environmentState().stateDir, 'cluster1', 'ca.crt')),
-        ).toString('base64'),
-        token: credential.data.token!,
-      },
-    },
-    'e2e',
-  );
+  await applyClusterSecret(hub, name, 'ServiceAccountToken', {
+    ...clusterEndpoint('cluster1'),
+    token: await gatewayToken(hub, 'cluster1'),
+  });
 }
 
 test('cluster names with dots work (a Secret-defined cluster)', async () => {
@@ -160,7 +140,7 @@ test('cluster names with dots work (a Secret-defined cluster)', async () => {
 
 test('a rotated credential takes effect on the next request, without a restart', async () => {
   await applyTokenSecret('rotated.cluster.example');
-  const path_ = `/api/v1/namespaces/${credentialNamespace}/secrets/rotated.cluster.example`;
+  const path_ = secretPath('rotated.cluster.example');
   const secret = await hub.get<{ data: Record<string, string> }>(path_);
   const good = secret.data.token!;
   await hub.mergePatch(path_, { data: { token: Buffer.from('revoked-token').toString('base64') } });
@@ -192,27 +172,12 @@ test('an X509Certificate credential Secret works', async () => {
     users: { user: Record<string, string> }[];
   };
   const user = kubeconfig.users[0]!.user;
-  await hub.apply(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/x509-cluster`,
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name: 'x509-cluster',
-        namespace: credentialNamespace,
-        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'X509Certificate' },
-      },
-      data: {
-        endpoint: Buffer.from(cluster2.server).toString('base64'),
-        'ca.crt': Buffer.from(
-          readFileSync(path.join(environmentState().stateDir, 'cluster2', 'ca.crt')),
-        ).toString('base64'),
-        'tls.crt': user['client-certificate-data']!,
-        'tls.key': user['client-key-data']!,
-      },
-    },
-    'e2e',
-  );
+  const base64 = (value: string) => Buffer.from(value, 'base64').toString();
+  await applyClusterSecret(hub, 'x509-cluster', 'X509Certificate', {
+    ...clusterEndpoint('cluster2'),
+    'tls.crt': base64(user['client-certificate-data']!),
+    'tls.key': base64(user['client-key-data']!),
+  });
   const out = await waitFor('the X509 cluster to serve', async () =>
     kubectl(
       hubKubeconfig,
@@ -228,11 +193,7 @@ test('an X509Certificate credential Secret works', async () => {
 });
 
 test('a Dynamic (exec credential plugin) Secret works, and its token is never shown', async () => {
-  const cluster1 = environmentState().managed[0]!;
-  const credential = await hub.get<{ data: Record<string, string> }>(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`,
-  );
-  const token = Buffer.from(credential.data.token!, 'base64').toString().trim();
+  const token = (await gatewayToken(hub, 'cluster1')).trim();
   // The plugin reads the token from a file, as a real one would fetch it from somewhere.
   const tokenFile = path.join(environmentState().stateDir, 'exec-cluster-token');
   writeFileSync(tokenFile, token);
@@ -245,26 +206,10 @@ test('a Dynamic (exec credential plugin) Secret works, and its token is never sh
       `printf '{"apiVersion":"${v1}","kind":"ExecCredential","status":{"token":"%s"}}' "$(cat ${tokenFile})"`,
     ],
   };
-  await hub.apply(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/exec-cluster`,
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name: 'exec-cluster',
-        namespace: credentialNamespace,
-        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'Dynamic' },
-      },
-      data: {
-        endpoint: Buffer.from(cluster1.server).toString('base64'),
-        'ca.crt': Buffer.from(
-          readFileSync(path.join(environmentState().stateDir, 'cluster1', 'ca.crt')),
-        ).toString('base64'),
-        exec: Buffer.from(JSON.stringify(exec)).toString('base64'),
-      },
-    },
-    'e2e',
-  );
+  await applyClusterSecret(hub, 'exec-cluster', 'Dynamic', {
+    ...clusterEndpoint('cluster1'),
+    exec: JSON.stringify(exec),
+  });
   const out = await waitFor('the exec credential cluster to serve', async () =>
     kubectl(
       hubKubeconfig,
@@ -288,20 +233,10 @@ test('an unknown cluster is a 404 Status; an unreachable one a 503 Status that s
   assert.equal(unknown.code, 404);
   assert.match(unknown.message, /"no-such-cluster" not found/);
 
-  await hub.apply(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/offline`,
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name: 'offline',
-        namespace: credentialNamespace,
-        labels: { 'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken' },
-      },
-      stringData: { endpoint: 'https://127.0.0.1:9', token: 'x' },
-    },
-    'e2e',
-  );
+  await applyClusterSecret(hub, 'offline', 'ServiceAccountToken', {
+    endpoint: 'https://127.0.0.1:9',
+    token: 'x',
+  });
   const offline = await waitFor('the offline cluster to be known', async () => {
     try {
       await hub.get(`${proxyPrefix}/offline/proxy/api/v1/namespaces`);
@@ -441,10 +376,7 @@ test('no credential ever reaches the gateway log', async () => {
   const log = readFileSync(path.join(environmentState().stateDir, 'logs', 'hub-cluster-gateway.log'), 'utf8');
   assert.ok(log.length > 0, 'the gateway logged something');
   for (const cluster of ['cluster1', 'cluster2']) {
-    const secret = await hub.get<{ data: Record<string, string> }>(
-      `/api/v1/namespaces/${credentialNamespace}/secrets/${cluster}`,
-    );
-    const token = Buffer.from(secret.data.token ?? '', 'base64').toString();
+    const token = await gatewayToken(hub, cluster);
     assert.ok(!log.includes(token), `${cluster} token absent from the log`);
   }
   assert.ok(

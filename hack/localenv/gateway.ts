@@ -16,7 +16,7 @@ import { writeKubeconfig } from './kubeconfig.ts';
 import { ensureNamespace } from './ocm.ts';
 import { freePort } from './ports.ts';
 import type { ManagedProcess, Supervisor } from './supervisor.ts';
-import { waitFor } from './wait.ts';
+import { waitForConditions } from './wait.ts';
 
 export const gatewayNamespace = 'cluster-gateway-system';
 export const credentialNamespace = 'open-cluster-management-credentials';
@@ -102,15 +102,15 @@ export async function startGateway(
     },
     fieldManager,
   );
-  await waitFor(
-    'the ClusterGateway APIService to become available',
-    async () => {
-      const svc = await client.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-        `/apis/apiregistration.k8s.io/v1/apiservices/${apiServiceName}`,
-      );
-      return svc.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True');
+  await waitForConditions(
+    client,
+    `/apis/apiregistration.k8s.io/v1/apiservices/${apiServiceName}`,
+    ['Available'],
+    {
+      what: 'the ClusterGateway APIService to become available',
+      timeoutMs: 60_000,
+      failFast: () => process_.assertRunning(),
     },
-    { timeoutMs: 60_000, failFast: () => process_.assertRunning() },
   );
   return { port, process: process_, url: `https://127.0.0.1:${port}`, kubeconfig };
 }

@@ -14,7 +14,7 @@ import { binaryPath, builtBinDir } from './binaries.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { freePorts, portIsFree } from './ports.ts';
 import type { Supervisor } from './supervisor.ts';
-import { waitFor } from './wait.ts';
+import { waitFor, waitForConditions } from './wait.ts';
 
 const hubNamespace = 'open-cluster-management-hub';
 const bootstrapNamespace = 'open-cluster-management';
@@ -214,16 +214,12 @@ export async function joinManagedCluster(
       '--disable-leader-election',
     ],
   });
-  await waitFor(
-    `ManagedCluster ${name} to be joined and available`,
-    async () => {
-      const mc = await hub.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-        `/apis/cluster.open-cluster-management.io/v1/managedclusters/${name}`,
-      );
-      const is = (type: string) => mc.status?.conditions?.some((c) => c.type === type && c.status === 'True');
-      return is('ManagedClusterJoined') && is('ManagedClusterConditionAvailable');
-    },
+  await waitForConditions(
+    hub,
+    `/apis/cluster.open-cluster-management.io/v1/managedclusters/${name}`,
+    ['ManagedClusterJoined', 'ManagedClusterConditionAvailable'],
     {
+      what: `ManagedCluster ${name} to be joined and available`,
       timeoutMs: 120_000,
       failFast: () => {
         alive();
@@ -352,11 +348,8 @@ export async function applyCrds(client: KubeClient, dir: string, conversion?: un
     }
   }
   for (const name of names) {
-    await waitFor(`CRD ${name} to be established`, async () => {
-      const crd = await client.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
-        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
-      );
-      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-    });
+    await waitForConditions(client, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, [
+      'Established',
+    ]);
   }
 }

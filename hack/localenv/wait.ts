@@ -1,3 +1,5 @@
+import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+
 /** Polls `check` until it returns a value other than undefined/false, or throws after `timeoutMs`. */
 export async function waitFor<T>(
   what: string,
@@ -24,4 +26,26 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+type Conditioned = { status?: { conditions?: { type: string; status: string }[] } };
+
+/** Waits until the object at `path` reports every condition in `types` as True. */
+export function waitForConditions(
+  client: Pick<KubeClient, 'get'>,
+  path: string,
+  types: string[],
+  options: Parameters<typeof waitFor>[2] & { what?: string } = {},
+): Promise<true> {
+  const what = options.what ?? `${path} to report ${types.join(' and ')}`;
+  return waitFor(
+    what,
+    async () => {
+      const obj = await client.get<KubeObject & Conditioned>(path);
+      return types.every((type) =>
+        obj.status?.conditions?.some((c) => c.type === type && c.status === 'True'),
+      );
+    },
+    options,
+  );
 }

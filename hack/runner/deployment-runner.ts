@@ -70,7 +70,6 @@ export class DeploymentRunner {
   readonly #o: RunnerOptions;
   readonly #running = new Map<string, Running>();
   #timer: NodeJS.Timeout | undefined;
-  #busy = false;
   #stopped = false;
 
   constructor(options: RunnerOptions) {
@@ -80,16 +79,13 @@ export class DeploymentRunner {
   start(): void {
     const tick = async () => {
       if (this.#stopped) return;
-      if (!this.#busy) {
-        this.#busy = true;
-        try {
-          await this.sync();
-        } catch (err) {
-          this.#o.log?.(`[runner ${this.#o.clusterName}] sync failed: ${(err as Error).message}`);
-        } finally {
-          this.#busy = false;
-        }
+      // The next pass is scheduled only after this one ends: passes never overlap.
+      try {
+        await this.sync();
+      } catch (err) {
+        this.#o.log?.(`[runner ${this.#o.clusterName}] sync failed: ${(err as Error).message}`);
       }
+      if (this.#stopped) return;
       this.#timer = setTimeout(tick, this.#o.intervalMs ?? 1000);
     };
     void tick();

@@ -117,8 +117,7 @@ void authConfig.start();
 const proxy = createClusterProxy({
   logger: log,
   onComplete: (event) => {
-    const url = new URL(event.upstreamPath || '/', 'https://cluster');
-    const attributes = proxiedRequestAttributes(event.method, url.pathname, url.searchParams);
+    const attributes = proxiedRequestAttributes(event.method, event.upstreamPath);
     recordProxiedRequest({
       cluster: event.cluster,
       resource: attributes.kind === 'resource' ? attributes.resource : '',

@@ -20,7 +20,7 @@ import type { Authenticator, AuthorizationAttributes, Authorizer, UserInfo } fro
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
 import { metricsContentType, metricsText, recordUpgradeRequest, trackInflightRequest } from './metrics.ts';
 import type { ClusterProxy } from './proxy/index.ts';
-import { matchClusterGatewayPath, parseProxyPath } from './proxy/index.ts';
+import { matchClusterGatewayPath, parseProxyPath, writeStatusToSocket } from './proxy/index.ts';
 
 export interface RouteDeps {
   directory: ClusterDirectory & Partial<WatchHistory>;
@@ -152,8 +152,7 @@ export function createRoutes(deps: RouteDeps) {
       );
     }
     if (deps.authorizeProxySubpath) {
-      const upstreamUrl = new URL(upstreamPath || '/', 'https://cluster');
-      await authorize(user, proxiedRequestAttributes(method, upstreamUrl.pathname, upstreamUrl.searchParams));
+      await authorize(user, proxiedRequestAttributes(method, upstreamPath));
     }
     return target;
   }
@@ -199,7 +198,7 @@ function forbidden(user: UserInfo, a: AuthorizationAttributes, reason: string): 
   } else {
     const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
     const scope = a.namespace ? `in the namespace "${a.namespace}"` : 'at the cluster scope';
-    message = `${a.kind === 'resource' && a.name ? `${a.resource} "${a.name}" is forbidden: ` : ''}User "${user.name}" cannot ${a.verb} resource "${resource}" in API group "${a.group}" ${scope}`;
+    message = `${a.name ? `${a.resource} "${a.name}" is forbidden: ` : ''}User "${user.name}" cannot ${a.verb} resource "${resource}" in API group "${a.group}" ${scope}`;
   }
   if (reason) message += `: ${reason}`;
   return failureStatus(
@@ -214,12 +213,4 @@ function forbidden(user: UserInfo, a: AuthorizationAttributes, reason: string): 
 function text(res: ServerResponse, status: number, body: string): void {
   res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
   res.end(body);
-}
-
-function writeStatusToSocket(socket: Duplex, status: KubeStatus): void {
-  if (socket.destroyed) return;
-  const body = JSON.stringify(status);
-  socket.end(
-    `HTTP/1.1 ${status.code} ${status.reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
 }

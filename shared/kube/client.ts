@@ -10,7 +10,7 @@
  */
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
-import { type KubeStatus, StatusError } from './status.ts';
+import { StatusError } from './status.ts';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -204,5 +204,3 @@ async function readAll(res: AsyncIterable<Buffer | string>): Promise<string> {
   for await (const chunk of res) text += chunk.toString();
   return text;
 }
-
-export type { KubeStatus };

@@ -127,15 +127,23 @@ export function requestAttributes(method: string, url: string): AuthorizationAtt
  * x in default), for the `--authorize-proxy-subpath` check on the hub.
  * Unlike the Go original, which reused the outer connect verb, a proxied
  * collection GET is a list (or watch), as the managed cluster itself
- * would see it.
+ * would see it. `upstreamPath` may carry its own query (`/api/v1/pods?watch=1`)
+ * when `query` is not given.
  */
 export function proxiedRequestAttributes(
   method: string,
   upstreamPath: string,
   query: URLSearchParams | string = '',
 ): AuthorizationAttributes {
-  const params = typeof query === 'string' ? new URLSearchParams(query) : query;
-  const path = upstreamPath.startsWith('/') ? upstreamPath : `/${upstreamPath}`;
+  const q = query === '' ? upstreamPath.indexOf('?') : -1;
+  const rawPath = q === -1 ? upstreamPath : upstreamPath.slice(0, q);
+  const params =
+    q !== -1
+      ? new URLSearchParams(upstreamPath.slice(q + 1))
+      : typeof query === 'string'
+        ? new URLSearchParams(query)
+        : query;
+  const path = rawPath.startsWith('/') ? rawPath : `/${rawPath}`;
   return toAttributes(parseRequestInfo(method, path, params));
 }
 

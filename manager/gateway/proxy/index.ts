@@ -9,3 +9,4 @@ export {
   matchClusterGatewayPath,
   parseProxyPath,
 } from './path.ts';
+export { writeStatusToSocket } from './reply.ts';
