@@ -18,9 +18,15 @@ export interface GatewayAuth {
   bearerToken?: string;
 }
 
-export function gatewayRequest(method: string, path: string, auth: GatewayAuth): Promise<GatewayResponse> {
-  const env = environmentState();
-  if (!env.gateway) throw new Error('the e2e environment runs no gateway');
+/** `baseUrl` defaults to the environment's gateway; tests that start their own pass theirs. */
+export function gatewayRequest(
+  method: string,
+  path: string,
+  auth: GatewayAuth,
+  baseUrl?: string,
+): Promise<GatewayResponse> {
+  const url = baseUrl ?? environmentState().gateway?.url;
+  if (!url) throw new Error('the e2e environment runs no gateway');
   const fp = frontProxyClient();
   const headers: Record<string, string | string[]> = { accept: 'application/json' };
   const remote = auth.frontProxy ?? auth.spoofedHeaders;
@@ -31,7 +37,7 @@ export function gatewayRequest(method: string, path: string, auth: GatewayAuth):
   if (auth.bearerToken) headers.authorization = `Bearer ${auth.bearerToken}`;
   return new Promise((resolve, reject) => {
     const req = https.request(
-      `${env.gateway!.url}${path}`,
+      `${url}${path}`,
       {
         method,
         headers,
