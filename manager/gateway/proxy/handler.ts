@@ -13,13 +13,12 @@
  *   metav1.Status naming the cluster and the cause.
  */
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
-import { failureStatus } from '../../../shared/kube/status.ts';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import type { ProxyContext } from './context.ts';
 import { downstreamHeaders } from './headers.ts';
 import { isStreamingRequest } from './path.ts';
-import { errorMessage, unreachable, writeStatus } from './reply.ts';
+import { errorMessage, refusal, unreachable, writeStatus } from './reply.ts';
 import { openUpstreamRequest } from './upstream-request.ts';
 
 /**
@@ -69,9 +68,9 @@ export function proxyRequest(
   try {
     request = openUpstreamRequest(upstream, req, upstreamPath, { identity });
   } catch (err) {
-    // Node validates the request line and headers synchronously.
+    // Framing is checked, and Node validates the request line and headers, synchronously.
     error = errorMessage(err);
-    writeStatus(res, failureStatus(400, `cannot proxy to cluster "${target.name}": ${error}`));
+    writeStatus(res, refusal(target.name, err));
     return;
   }
   up = request;

@@ -29,18 +29,28 @@ const HOP_BY_HOP = new Set([
  * Request headers the gateway never forwards: hop-by-hop ones, the caller's
  * own credentials and identity claims (the gateway authenticated the caller
  * already and speaks for it with the cluster's credential), `Host` (set to
- * the endpoint), `Expect` (the front server answered it) and
- * `X-Forwarded-For` (rebuilt with the caller's address appended).
+ * the endpoint), `Expect` (the front server answered it),
+ * `X-Forwarded-For` (rebuilt with the caller's address appended) and the
+ * framing headers, which are always rebuilt from what Node parsed
+ * (framing.ts), whatever `Connection` lists.
  */
-const DROPPED_REQUEST = new Set([...HOP_BY_HOP, 'authorization', 'host', 'expect', 'x-forwarded-for']);
+const DROPPED_REQUEST = new Set([
+  ...HOP_BY_HOP,
+  'authorization',
+  'host',
+  'expect',
+  'x-forwarded-for',
+  'content-length',
+]);
 const DROPPED_REQUEST_PREFIXES = ['proxy-', 'impersonate-', 'x-remote-'];
 
-const CHUNKED = /(?:^|,)\s*chunked\s*$/i;
 const NOT_LATIN1 = /[\u0100-\uffff]/;
 
 export interface UpstreamHeaderOptions {
   /** Host header for the cluster: the endpoint's host[:port]. */
   host: string;
+  /** The request's framing headers (framingHeaders in framing.ts); the caller's are never copied. */
+  framing?: readonly string[];
   /** Authorization header value for the cluster credential (see authorizationFor). */
   authorization?: string;
   /** When set, the request is made as this user through Impersonate-* headers. */
@@ -55,16 +65,11 @@ export interface UpstreamHeaderOptions {
 export function upstreamHeaders(raw: readonly string[], options: UpstreamHeaderOptions): RawHeaders {
   const out: RawHeaders = ['Host', options.host];
   const connectionTokens = connectionListed(raw);
-  let chunked = false;
   let forwarded = '';
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!;
     const value = raw[i + 1]!;
     const lower = name.toLowerCase();
-    if (lower === 'transfer-encoding') {
-      chunked ||= CHUNKED.test(value);
-      continue;
-    }
     if (lower === 'x-forwarded-for') {
       forwarded = forwarded ? `${forwarded}, ${value}` : value;
       continue;
@@ -78,9 +83,7 @@ export function upstreamHeaders(raw: readonly string[], options: UpstreamHeaderO
     if (connectionTokens?.has(lower)) continue;
     out.push(name, value);
   }
-  // Node re-frames the body: Content-Length passes through above, and a chunked
-  // body must stay chunked (without this, Node would not frame a DELETE body).
-  if (chunked) out.push('Transfer-Encoding', 'chunked');
+  if (options.framing) out.push(...options.framing);
   if (options.upgrade) out.push('Connection', 'Upgrade');
   if (options.forwardedFor) {
     out.push('X-Forwarded-For', forwarded ? `${forwarded}, ${options.forwardedFor}` : options.forwardedFor);

@@ -7,12 +7,22 @@ import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { failureStatus, type KubeStatus } from '../../../shared/kube/status.ts';
+import { FramingError } from './framing.ts';
 
 const RESOURCE = { group: 'cluster.core.oam.dev', kind: 'clustergateways' };
 
 /** 503 for a cluster that cannot be reached, naming the cluster and the cause. */
 export function unreachable(cluster: string, cause: string): KubeStatus {
   return failureStatus(503, `cluster "${cluster}" is unreachable: ${cause}`, { name: cluster, ...RESOURCE });
+}
+
+/**
+ * The gateway's answer to a request it will not forward: the framing's own
+ * code (400 or 501), or 400 for a request line or header Node refuses to send.
+ */
+export function refusal(cluster: string, err: unknown): KubeStatus {
+  const code = err instanceof FramingError ? err.code : 400;
+  return failureStatus(code, `cannot proxy to cluster "${cluster}": ${errorMessage(err)}`);
 }
 
 /** The message of a connection error; Node's happy-eyeballs AggregateError has an empty one. */

@@ -14,12 +14,11 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { failureStatus } from '../../../shared/kube/status.ts';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import type { ProxyContext } from './context.ts';
 import { downstreamHeaders } from './headers.ts';
-import { errorMessage, unreachable, writeStatusToSocket } from './reply.ts';
+import { errorMessage, refusal, unreachable, writeStatusToSocket } from './reply.ts';
 import { openUpstreamRequest } from './upstream-request.ts';
 
 /** Refusals are small Status objects; anything bigger than this is not relayed. */
@@ -66,9 +65,9 @@ export function proxyUpgrade(
   try {
     up = openUpstreamRequest(upstream, req, upstreamPath, { identity, upgrade: true });
   } catch (err) {
-    const message = errorMessage(err);
-    writeStatusToSocket(socket, failureStatus(400, `cannot proxy to cluster "${target.name}": ${message}`));
-    done(400, message);
+    const status = refusal(target.name, err);
+    writeStatusToSocket(socket, status);
+    done(status.code, errorMessage(err));
     return;
   }
 

@@ -1,33 +1,46 @@
 /**
  * Opens the request to a cluster for a caller's request: same method, the
  * caller's path on the endpoint's base path, the caller's headers rewritten
- * for the cluster (credential, impersonation, hop-by-hop). Shared by plain
- * requests (handler.ts) and upgrades (upgrade.ts).
+ * for the cluster (credential, impersonation, hop-by-hop), and the body's
+ * framing declared from what Node parsed, never copied (framing.ts). Shared
+ * by plain requests (handler.ts) and upgrades (upgrade.ts).
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { UserInfo } from '../auth/user.ts';
+import { assertNoBody, framingHeaders, requestFraming } from './framing.ts';
 import { upstreamHeaders } from './headers.ts';
 import { joinUpstreamPath } from './path.ts';
 import type { Upstream } from './pool.ts';
 
+/** Throws FramingError for a body the gateway will not forward, and Node's errors for an invalid request. */
 export function openUpstreamRequest(
   upstream: Upstream,
   req: IncomingMessage,
   upstreamPath: string,
   options: { identity?: UserInfo; upgrade?: boolean },
 ): ClientRequest {
-  return upstream.request({
+  const method = req.method ?? 'GET';
+  const framing = requestFraming(req);
+  if (options.upgrade) assertNoBody(framing);
+  const request = upstream.request({
     agent: upstream.agent,
     host: upstream.hostname,
     port: upstream.port,
-    method: req.method,
+    method,
     path: joinUpstreamPath(upstream.basePath, upstreamPath),
     headers: upstreamHeaders(req.rawHeaders, {
       host: upstream.hostHeader,
+      framing: framingHeaders(framing, method),
       authorization: upstream.authorization,
       identity: options.identity,
       ...(options.upgrade ? { upgrade: true } : {}),
       forwardedFor: req.socket.remoteAddress,
     }),
   });
+  if (options.upgrade) {
+    // A refused upgrade (any answer but 101) must not return its connection to the
+    // pool: the cluster may have switched state on it, and the next request would hang.
+    request.shouldKeepAlive = false;
+  }
+  return request;
 }
