@@ -1,0 +1,151 @@
+/**
+ * Request smuggling, against the real gateway and the real managed
+ * kube-apiserver. The attacker may only `get clustergateways/cluster1/proxy`
+ * (read-only GETs such as /version). It sends GETs whose body is the start of
+ * a second request, and names the framing header in `Connection` so that a
+ * proxy treating it as hop-by-hop would drop it: the body would then reach
+ * the cluster unframed on a pooled connection, and the cluster would read it
+ * as a POST that swallows the headers (the gateway's credential) of the next
+ * request. The test passes when the cluster received exactly the GETs the
+ * gateway authorized, with their bodies, and no ConfigMap was created.
+ *
+ * Directly on the gateway's port (any pod on the hub network can reach it) and
+ * through the kube-aggregator.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { KubeClient } from '../shared/kube/client.ts';
+import { auditEvents } from './support/audit.ts';
+import { environmentState, hubClient, managedClient } from './support/environment.ts';
+import { statusCodes, type TlsTarget, tlsExchange } from './support/raw-tls.ts';
+import { hubUserCertificate, proxyPrefix } from './support/users.ts';
+
+const user = 'smuggler';
+const role = `${user}-version-only`;
+let hub: KubeClient;
+let spoke: KubeClient;
+let client: { cert: string; key: string };
+
+before(async () => {
+  hub = await hubClient();
+  spoke = await managedClient('cluster1');
+  client = await hubUserCertificate(user);
+  await hub.apply(
+    `/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: role },
+      rules: [
+        {
+          apiGroups: ['cluster.core.oam.dev'],
+          resources: ['clustergateways/proxy'],
+          resourceNames: ['cluster1'],
+          verbs: ['get'],
+        },
+      ],
+    },
+    'e2e',
+  );
+  await hub.apply(
+    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${role}`,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: role },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+    'e2e',
+  );
+});
+
+after(async () => {
+  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${role}`);
+  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${role}`);
+  hub.close();
+  spoke.close();
+});
+
+const version = `${proxyPrefix}/cluster1/proxy/version`;
+
+/** The start of a request that, read unframed, would swallow the next request's headers. */
+function smuggledPost(configMap: string, bodyLength: number): string {
+  return (
+    'POST /api/v1/namespaces/kube-system/configmaps HTTP/1.1\r\n' +
+    'Content-Type: application/json\r\n' +
+    `Content-Length: ${bodyLength}\r\n` +
+    'X-Swallow: '
+  );
+}
+
+function configMapJson(name: string): string {
+  return JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { owned: 'yes' } });
+}
+
+function framedGet(connection: string, body: string, close = true): string {
+  return (
+    `GET ${version} HTTP/1.1\r\nHost: gateway\r\n` +
+    `Connection: ${connection}${close ? ', close' : ''}\r\n` +
+    (connection.includes('Transfer-Encoding')
+      ? `Transfer-Encoding: chunked\r\n\r\n${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`
+      : `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+  );
+}
+
+async function attack(target: TlsTarget, framing: 'Content-Length' | 'Transfer-Encoding', name: string) {
+  const body = configMapJson(name);
+  // First GET: its body is the smuggled request head; second GET: its body is the ConfigMap.
+  const first = await tlsExchange(target, framedGet(framing, smuggledPost(name, Buffer.byteLength(body))));
+  const second = await tlsExchange(target, framedGet(framing, body));
+  return { first, second };
+}
+
+for (const via of ['gateway', 'aggregator'] as const) {
+  for (const framing of ['Content-Length', 'Transfer-Encoding'] as const) {
+    test(`via the ${via}: a GET whose ${framing} is listed in Connection cannot smuggle a request`, async () => {
+      const env = environmentState();
+      const target = { url: via === 'gateway' ? env.gateway!.url : env.hub.server, client };
+      const name = `smuggled-${via}-${framing.toLowerCase()}-${Date.now()}`;
+      const since = auditEvents('cluster1').length;
+
+      const { first, second } = await attack(target, framing, name);
+
+      // Each GET got the cluster's /version, and nothing else came back on the connection.
+      for (const answer of [first, second]) {
+        assert.deepEqual(statusCodes(answer), [200], answer.slice(0, 300));
+        assert.match(answer, /"gitVersion"/);
+      }
+      // The cluster saw the two GETs and nothing that touched ConfigMaps.
+      await new Promise((r) => setTimeout(r, 1000));
+      const received = auditEvents('cluster1')
+        .slice(since)
+        .filter((e) => e.stage === 'ResponseComplete' && !e.user.username.startsWith('system:apiserver'));
+      assert.equal(received.filter((e) => e.requestURI === '/version').length, 2);
+      assert.deepEqual(
+        received.filter(
+          (e) => e.objectRef?.resource === 'configmaps' && e.objectRef.namespace === 'kube-system',
+        ),
+        [],
+      );
+      assert.equal(await spoke.getOptional(`/api/v1/namespaces/kube-system/configmaps/${name}`), undefined);
+
+      // Legitimate traffic on the same pool still works, with the gateway's credential.
+      const again = await tlsExchange(
+        target,
+        `GET ${version} HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n\r\n`,
+      );
+      assert.deepEqual(statusCodes(again), [200]);
+    });
+  }
+}
+
+test('the gateway refuses a Transfer-Encoding it cannot forward faithfully with 501', async () => {
+  const env = environmentState();
+  const answer = await tlsExchange(
+    { url: env.gateway!.url, client },
+    `GET ${version} HTTP/1.1\r\nHost: gateway\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n1\r\nx\r\n0\r\n\r\n`,
+  );
+  assert.deepEqual(statusCodes(answer), [501]);
+  assert.match(answer, /"kind":"Status".*unsupported Transfer-Encoding/s);
+});
