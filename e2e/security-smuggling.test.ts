@@ -70,7 +70,7 @@ after(async () => {
 const version = `${proxyPrefix}/cluster1/proxy/version`;
 
 /** The start of a request that, read unframed, would swallow the next request's headers. */
-function smuggledPost(configMap: string, bodyLength: number): string {
+function smuggledPost(bodyLength: number): string {
   return (
     'POST /api/v1/namespaces/kube-system/configmaps HTTP/1.1\r\n' +
     'Content-Type: application/json\r\n' +
@@ -96,7 +96,7 @@ function framedGet(connection: string, body: string, close = true): string {
 async function attack(target: TlsTarget, framing: 'Content-Length' | 'Transfer-Encoding', name: string) {
   const body = configMapJson(name);
   // First GET: its body is the smuggled request head; second GET: its body is the ConfigMap.
-  const first = await tlsExchange(target, framedGet(framing, smuggledPost(name, Buffer.byteLength(body))));
+  const first = await tlsExchange(target, framedGet(framing, smuggledPost(Buffer.byteLength(body))));
   const second = await tlsExchange(target, framedGet(framing, body));
   return { first, second };
 }

@@ -32,6 +32,16 @@ export async function hubUserKubeconfig(
   });
 }
 
+/** A client certificate for hub user `name` (CN=name, O=groups), to call the hub's API directly. */
+export async function hubUserCertificate(
+  name: string,
+  groups: string[] = [],
+): Promise<{ cert: string; key: string }> {
+  const ca = await loadCertificateAuthority({ cert: hubFile('ca.crt'), key: hubFile('ca.key') });
+  const client = await ca.issue({ commonName: name, organizations: groups, usage: 'client' });
+  return { cert: client.cert, key: client.key };
+}
+
 /** The admin kubeconfig, but every request goes to `cluster` through the aggregator and gateway. */
 export async function proxyKubeconfig(
   cluster: string,

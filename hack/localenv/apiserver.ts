@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { KubeClient } from '../../shared/kube/client.ts';
 import { binaryPath } from './binaries.ts';
@@ -47,6 +47,8 @@ export async function startApiserver(
     saPub: write('sa.pub', pki.serviceAccountPublicKey),
     frontProxyCa: write('front-proxy-ca.crt', pki.frontProxyCa.cert),
   };
+  // A fresh audit log per environment, like its fresh etcd data.
+  rmSync(auditLogPath(options.stateDir, name), { force: true });
   const port = await freePort();
   const server = `https://127.0.0.1:${port}`;
   const apiserver = supervisor.start(`${name}-kube-apiserver`, binaryPath('kube-apiserver'), {
@@ -80,6 +82,12 @@ export async function startApiserver(
       `--kubelet-client-certificate=${write('kubelet-client.crt', pki.kubeletClient.cert)}`,
       `--kubelet-client-key=${write('kubelet-client.key', pki.kubeletClient.key)}`,
       '--allow-privileged=true',
+      // An audit log: what each apiserver really received, for e2e tests
+      // that compare it with what the gateway authorized (auditLogPath).
+      `--audit-policy-file=${write('audit-policy.yaml', auditPolicy)}`,
+      `--audit-log-path=${auditLogPath(options.stateDir, name)}`,
+      '--audit-log-maxsize=200',
+      '--audit-log-maxbackup=1',
       '--profiling=false',
       '--v=1',
     ],
@@ -98,6 +106,32 @@ export async function startApiserver(
   );
   return { name, server, kubeconfig, pki, files, client, apiserver };
 }
+
+/** The audit log (JSON lines) of cluster `name`'s kube-apiserver. */
+export function auditLogPath(stateDir: string, name: string): string {
+  return path.join(stateDir, name, 'audit.log');
+}
+
+/**
+ * Metadata (verb, user, impersonated user, objectRef, requestURI, code) for
+ * every request, RequestResponse for SubjectAccessReviews so the attributes
+ * an aggregated server asked about are on record; lease renewals and events
+ * are left out as noise. RequestReceived is omitted: one line per request
+ * (two for watches, which also log ResponseStarted).
+ */
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: RequestResponse
+    resources: [{ group: authorization.k8s.io, resources: [subjectaccessreviews] }]
+  - level: None
+    resources:
+      - { group: coordination.k8s.io, resources: [leases] }
+      - { group: "", resources: [events] }
+      - { group: events.k8s.io, resources: [events] }
+  - level: Metadata
+`;
 
 /**
  * kube-controller-manager: signs approved kube-apiserver-client CSRs (OCM

@@ -156,7 +156,10 @@ async function provisionCredential(hub: KubeClient, cluster: LocalCluster): Prom
   );
 }
 
-/** What the chart grants the gateway on the hub: read clusters, review tokens and access, read auth config. */
+/**
+ * What the chart grants the gateway on the hub: read clusters, review tokens and access, read auth
+ * config, and patch (health annotations) Secrets in the credential namespace and ManagedClusters.
+ */
 export function gatewayRbac(): KubeObject[] {
   const sa = { kind: 'ServiceAccount', name: 'cluster-gateway', namespace: gatewayNamespace };
   return [
@@ -173,7 +176,11 @@ export function gatewayRbac(): KubeObject[] {
         {
           apiGroups: ['cluster.open-cluster-management.io'],
           resources: ['managedclusters'],
-          verbs: ['get', 'list', 'watch'],
+          // patch: the health mark of a cluster without a credential Secret (health/annotation-store.ts,
+          // a merge patch of two annotations). RBAC cannot narrow it to annotations; it gives the gateway
+          // nothing it lacks (it already holds every cluster's credential), and OCM's webhook still
+          // requires the accept/join permissions for hubAcceptsClient and cluster-set labels.
+          verbs: ['get', 'list', 'watch', 'patch'],
         },
         { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
         { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
@@ -190,7 +197,9 @@ export function gatewayRbac(): KubeObject[] {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'Role',
       metadata: { name: 'cluster-gateway-credentials', namespace: credentialNamespace },
-      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }],
+      // patch: the health subresource records its mark as annotations on the cluster's Secret. A Role,
+      // so the gateway can write Secrets in its credential namespace only; no create/update/delete.
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'patch'] }],
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',

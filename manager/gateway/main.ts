@@ -9,15 +9,16 @@ import { KubeClient } from '../../shared/kube/client.ts';
 import { Informer } from '../../shared/kube/informer.ts';
 import { parseAuthenticationConfig, trustedClientCAs } from './auth/authentication-config.ts';
 import { ClientCertAuthenticator } from './auth/client-cert.ts';
-import { proxiedRequestAttributes } from './auth/request-attributes.ts';
+import { proxiedRequestAttributesIfValid } from './auth/request-attributes.ts';
 import { RequestHeaderAuthenticator } from './auth/request-header.ts';
 import { SubjectAccessReviewAuthorizer } from './auth/sar-authorizer.ts';
 import { TokenReviewAuthenticator } from './auth/token-review.ts';
 import { UnionAuthenticator } from './auth/union.ts';
 import { ExecRefresher } from './clusters/exec-refresher.ts';
-import { ManagedClusterSource, managedClusterHealth } from './clusters/managedcluster-source.ts';
+import { ManagedClusterSource, trustedManagedClusterHealth } from './clusters/managedcluster-source.ts';
 import { ClusterRegistry } from './clusters/registry.ts';
 import { SecretSource } from './clusters/secret-source.ts';
+import { HealthAnnotationStore } from './health/annotation-store.ts';
 import { HealthProber } from './health/prober.ts';
 import { enableProcessMetrics, recordProxiedRequest, setUpstreamConnectionsSource } from './metrics.ts';
 import { type GatewayOptions, helpText, OptionsError, parseOptions } from './options.ts';
@@ -52,7 +53,14 @@ const hub = await KubeClient.fromKubeconfig(options.kubeconfig).catch((err: Erro
 // Clusters: credential Secrets, OCM ManagedClusters, agent tunnels; all watched, never fetched per request.
 const registry = new ClusterRegistry({
   onListenerError: (err) => log.warn({ err }, 'cluster listener failed'),
+  policy: { insecureSkipTlsVerifyWhenNoCa: options.insecureSkipTlsVerifyWhenNoCa },
 });
+if (options.insecureSkipTlsVerifyWhenNoCa) {
+  log.warn(
+    {},
+    '--insecure-skip-tls-verify-when-no-ca: clusters whose credential Secret has no ca.crt are not TLS-verified (insecure: true)',
+  );
+}
 const informerErrors = (source: string) => ({
   onError: (err: unknown, phase: string) =>
     log.warn({ source, phase, err: (err as Error).message }, 'watch interrupted; retrying'),
@@ -90,7 +98,15 @@ const authorizer = new SubjectAccessReviewAuthorizer({
 });
 
 const endpoint = await ServingEndpoint.create(
-  { certFile: options.tlsCertFile, keyFile: options.tlsPrivateKeyFile },
+  {
+    certFile: options.tlsCertFile,
+    keyFile: options.tlsPrivateKeyFile,
+    limits: {
+      maxConnections: options.maxConnections,
+      requestHeaderTimeoutMs: options.requestHeaderTimeoutSeconds * 1000,
+      idleConnectionTimeoutMs: options.idleConnectionTimeoutSeconds * 1000,
+    },
+  },
   log,
 );
 const authConfig = new Informer<KubeObject & { data?: Record<string, string> }>(hub, {
@@ -117,11 +133,12 @@ void authConfig.start();
 const proxy = createClusterProxy({
   logger: log,
   onComplete: (event) => {
-    const attributes = proxiedRequestAttributes(event.method, event.upstreamPath);
+    // Never throws: this runs in the response's 'close' listener.
+    const attributes = proxiedRequestAttributesIfValid(event.method, event.upstreamPath);
     recordProxiedRequest({
       cluster: event.cluster,
-      resource: attributes.kind === 'resource' ? attributes.resource : '',
-      verb: attributes.verb,
+      resource: attributes?.kind === 'resource' ? attributes.resource : '',
+      verb: attributes?.verb ?? 'other',
       code: event.code,
       seconds: event.durationMs / 1000,
     });
@@ -140,11 +157,10 @@ if (options.featureGates.HealthinessCheck) {
   prober = new HealthProber({
     list: () => registry.list(),
     setHealth: (name, health) => registry.setHealth(name, health),
+    // Only an accepted, joined ManagedCluster may mark its cluster unavailable (see managedcluster-source.ts).
     managedClusterHealth: (name) => {
       const mc = managedClusters?.informer.get(name);
-      return mc
-        ? managedClusterHealth((mc.status as { conditions?: never[] } | undefined)?.conditions)
-        : undefined;
+      return mc ? trustedManagedClusterHealth(mc) : undefined;
     },
     pools: createConnectionPools({ connectTimeoutMs: 5000 }),
     intervalMs: options.healthCheckIntervalSeconds * 1000,
@@ -162,6 +178,14 @@ const routes = createRoutes({
   impersonateAll: options.featureGates.ClientIdentityPenetration,
   authorizeProxySubpath: options.authorizeProxySubpath,
   rejectUnhealthy: options.rejectUnhealthy,
+  // PUT/PATCH clustergateways/{name}/health: annotations on the cluster's Secret (or ManagedCluster).
+  health: new HealthAnnotationStore({
+    client: hub,
+    secretNamespace: options.secretNamespace,
+    secrets: secrets.informer,
+    managedClusters: managedClusters?.informer,
+    log,
+  }),
   log,
 });
 const port = await endpoint.listen(options.securePort, options.bindAddress, routes);

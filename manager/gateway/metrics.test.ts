@@ -62,3 +62,31 @@ test('process metrics can be enabled (idempotently) next to the gateway metrics'
   assert.match(text, /^process_cpu_user_seconds_total /m);
   assert.match(text, /^nodejs_heap_size_total_bytes /m);
 });
+
+test('label values come from bounded sets, whatever the proxied path holds', async () => {
+  const seriesOf = (text: string) =>
+    text
+      .split('\n')
+      .filter((line) => line.startsWith('ocm_proxy_proxied_resource_requests_by_resource_total{')).length;
+  const before = seriesOf(await metricsText());
+  for (let i = 0; i < 500; i++) {
+    recordProxiedRequest({
+      cluster: 'cluster-b',
+      resource: `random-${i}`,
+      verb: `verb-${i}`,
+      code: 200 + (i % 400),
+      seconds: 0.01,
+    });
+  }
+  const text = await metricsText();
+  // 500 distinct resources, verbs and codes: at most "other" x "other" x (code values and classes).
+  assert.ok(seriesOf(text) - before <= 40, `${seriesOf(text) - before} new series`);
+  assert.doesNotMatch(text, /random-|verb-/);
+  assert.match(text, /resource="other",verb="other",code="2xx"/);
+  assert.match(text, /resource="other",verb="other",code="404"/);
+  recordProxiedRequest({ cluster: 'cluster-b', resource: 'secrets', verb: 'list', code: 200, seconds: 0.01 });
+  recordProxiedRequest({ cluster: 'cluster-b', resource: '', verb: 'get', code: 999, seconds: 0.01 });
+  const after = await metricsText();
+  assert.match(after, /resource="secrets",verb="list",code="200"/);
+  assert.match(after, /resource="",verb="get",code="other"/);
+});

@@ -53,3 +53,13 @@ test('--enable-exec-credentials is off by default and its help warns about Secre
   assert.match(help, /anyone who can write Secrets/);
   assert.match(help, /default false/);
 });
+
+test('--insecure-skip-tls-verify-when-no-ca is off by default (no CA means the system trust store)', () => {
+  assert.equal(parsed([]).insecureSkipTlsVerifyWhenNoCa, false);
+  assert.equal(parsed(['--insecure-skip-tls-verify-when-no-ca']).insecureSkipTlsVerifyWhenNoCa, true);
+  assert.throws(
+    () => parseOptions(['--insecure-skip-tls-verify-when-no-ca=maybe']),
+    /insecure-skip-tls-verify-when-no-ca/,
+  );
+  assert.match(helpText(), /--insecure-skip-tls-verify-when-no-ca.*system trust store.*default false/);
+});

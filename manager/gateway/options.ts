@@ -16,6 +16,8 @@ export interface GatewayOptions {
   ocmIntegration: boolean;
   /** Run the exec plugins of Dynamic credential Secrets inside the gateway. */
   enableExecCredentials: boolean;
+  /** The original's behaviour: a credential Secret without ca.crt skips TLS verification. */
+  insecureSkipTlsVerifyWhenNoCa: boolean;
   featureGates: FeatureGates;
   authorizeProxySubpath: boolean;
   healthCheckIntervalSeconds: number;
@@ -24,6 +26,12 @@ export interface GatewayOptions {
   authorizationDenyTtlSeconds: number;
   logLevel: string;
   userAgent: string;
+  /** Connections beyond this are closed at accept: memory stays bounded under a connection storm. */
+  maxConnections: number;
+  /** TLS handshake, first request after connecting, and each request's headers must finish within this. */
+  requestHeaderTimeoutSeconds: number;
+  /** A keep-alive connection idle between requests is closed after this. */
+  idleConnectionTimeoutSeconds: number;
 }
 
 export interface FeatureGates {
@@ -68,6 +76,11 @@ const flags = {
     default: 'false',
     help: 'run the exec plugins of Dynamic credential Secrets (data key exec) in the gateway. Off by default: anyone who can write Secrets in --secret-namespace can then run commands as the gateway',
   },
+  'insecure-skip-tls-verify-when-no-ca': {
+    type: 'string',
+    default: 'false',
+    help: 'compatibility with the original: do not verify the TLS certificate of a cluster whose credential Secret has an endpoint but no ca.crt (shown as insecure: true). Off: such a cluster is verified against the system trust store',
+  },
   'feature-gates': {
     type: 'string',
     default: '',
@@ -103,6 +116,21 @@ const flags = {
     type: 'string',
     default: 'cluster-gateway',
     help: 'User-Agent for requests to managed clusters',
+  },
+  'max-connections': {
+    type: 'string',
+    default: '4096',
+    help: 'open client connections at most; more are closed at once (each idle TLS connection holds about 70 KB)',
+  },
+  'request-header-timeout': {
+    type: 'string',
+    default: '32',
+    help: 'seconds a client has for the TLS handshake, its first request after connecting, and the headers of each request (kube-apiserver: 32)',
+  },
+  'idle-connection-timeout': {
+    type: 'string',
+    default: '65',
+    help: 'seconds a keep-alive connection may sit idle between requests (watches and streams are not idle)',
   },
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
@@ -157,6 +185,10 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     secretNamespace: str('secret-namespace') ?? '',
     ocmIntegration: bool('ocm-integration', str('ocm-integration')),
     enableExecCredentials: bool('enable-exec-credentials', str('enable-exec-credentials')),
+    insecureSkipTlsVerifyWhenNoCa: bool(
+      'insecure-skip-tls-verify-when-no-ca',
+      str('insecure-skip-tls-verify-when-no-ca'),
+    ),
     featureGates: parseFeatureGates(str('feature-gates') ?? ''),
     authorizeProxySubpath: bool('authorize-proxy-subpath', str('authorize-proxy-subpath')),
     healthCheckIntervalSeconds: integer('health-check-interval', str('health-check-interval'), 1, 3600),
@@ -165,6 +197,9 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     authorizationDenyTtlSeconds: integer('authorization-deny-ttl', str('authorization-deny-ttl'), 0, 3600),
     logLevel,
     userAgent: str('user-agent') ?? 'cluster-gateway',
+    maxConnections: integer('max-connections', str('max-connections'), 1, 1_000_000),
+    requestHeaderTimeoutSeconds: integer('request-header-timeout', str('request-header-timeout'), 1, 3600),
+    idleConnectionTimeoutSeconds: integer('idle-connection-timeout', str('idle-connection-timeout'), 1, 3600),
   };
 }
 

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { failureStatus, type KubeStatus, StatusError } from '../../shared/kube/status.ts';
 import { discoveryResponse } from './api/discovery.ts';
+import { type HealthMarkStore, readRequestBody, writeClusterGatewayHealth } from './api/health-write.ts';
 import { openApiResponse } from './api/openapi.ts';
 import { getClusterGateway, listClusterGateways, notFound, notSynced } from './api/read.ts';
 import { errorResponse, writeResponse } from './api/response.ts';
@@ -35,6 +36,8 @@ export interface RouteDeps {
   authorizeProxySubpath: boolean;
   /** Answer 503 at once for clusters whose last probe failed (--reject-unhealthy). */
   rejectUnhealthy: boolean;
+  /** Where PUT/PATCH of clustergateways/{name}/health record a health mark; without it they are 405. */
+  health?: HealthMarkStore;
   log: { warn(obj: object, msg: string): void; debug(obj: object, msg: string): void };
 }
 
@@ -67,7 +70,7 @@ export function createRoutes(deps: RouteDeps) {
       throw new StatusError(failureStatus(404, `the server could not find ${path}`));
     const method = req.method ?? 'GET';
     await authorize(user, requestAttributes(method, req.url ?? '/'));
-    const proxyPath = parseProxyPath(req.url ?? '/');
+    const proxyPath = parseProxyPath(req.url ?? '/', { goQuery: deps.authorizeProxySubpath });
     if (proxyPath) {
       const target = await proxyTarget(user, method, proxyPath.cluster, proxyPath.upstreamPath);
       return deps.proxy.handleRequest(
@@ -81,18 +84,41 @@ export function createRoutes(deps: RouteDeps) {
     const isCollection = path === apiPrefix || path === `${apiPrefix}/`;
     const route = isCollection ? undefined : matchClusterGatewayPath(req.url ?? '/');
     if (!isCollection && !route) {
+      const name = path.slice(apiPrefix.length + 1).split('/')[0];
       throw new StatusError(
         failureStatus(
           404,
-          `${path.slice(apiPrefix.length + 1).split('/')[0]} is not a valid cluster name (lowercase DNS-1123 subdomain)`,
+          matchClusterGatewayPath(`${apiPrefix}/${name}`)
+            ? `the server could not find the requested resource ${path}`
+            : `${name} is not a valid cluster name (lowercase DNS-1123 subdomain)`,
         ),
+      );
+    }
+    // Authorized above as update/patch on clustergateways/health (request-attributes.ts).
+    if (
+      route?.subresource === 'health' &&
+      !route.rest &&
+      (method === 'PUT' || method === 'PATCH') &&
+      deps.health
+    ) {
+      const body = await readRequestBody(req);
+      return writeResponse(
+        res,
+        await writeClusterGatewayHealth(deps.directory, deps.health, {
+          method,
+          name: route.name,
+          contentType: req.headers['content-type'],
+          body,
+          query: url.searchParams,
+          accept: req.headers.accept,
+        }),
       );
     }
     if (method !== 'GET' && method !== 'HEAD') {
       throw new StatusError(
         failureStatus(
           405,
-          `${method} is not supported on clustergateways: they are read-only views of cluster Secrets and OCM ManagedClusters`,
+          `${method} is not supported on clustergateways: they are read-only views of cluster Secrets and OCM ManagedClusters (only clustergateways/{name}/health takes PUT and PATCH)`,
         ),
       );
     }
@@ -114,7 +140,7 @@ export function createRoutes(deps: RouteDeps) {
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     recordUpgradeRequest(req.headers.upgrade);
     const url = new URL(req.url ?? '/', 'https://gateway');
-    const proxyPath = parseProxyPath(req.url ?? '/');
+    const proxyPath = parseProxyPath(req.url ?? '/', { goQuery: deps.authorizeProxySubpath });
     if (!proxyPath) {
       throw new StatusError(
         failureStatus(400, 'upgrades are only supported on clustergateways/{name}/proxy'),
@@ -152,7 +178,7 @@ export function createRoutes(deps: RouteDeps) {
       );
     }
     if (deps.authorizeProxySubpath) {
-      await authorize(user, proxiedRequestAttributes(method, upstreamPath));
+      await authorize(user, proxiedRequestAttributes(method, upstreamPath), { proxied: true });
     }
     return target;
   }
@@ -161,8 +187,12 @@ export function createRoutes(deps: RouteDeps) {
     return identityToPenetrate(user, query, { always: deps.impersonateAll });
   }
 
-  async function authorize(user: UserInfo, attributes: AuthorizationAttributes): Promise<void> {
-    const decision = await deps.authorizer.authorize(user, attributes);
+  async function authorize(
+    user: UserInfo,
+    attributes: AuthorizationAttributes,
+    context: { proxied?: boolean } = {},
+  ): Promise<void> {
+    const decision = await deps.authorizer.authorize(user, attributes, context);
     if (decision.allowed) return;
     throw new StatusError(forbidden(user, attributes, decision.reason));
   }

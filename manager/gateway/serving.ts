@@ -8,8 +8,13 @@ import { readFileSync, watchFile } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
 import { createCertificateAuthority, type KeyPair } from '../../shared/pki.ts';
+import {
+  type ConnectionLimits,
+  defaultConnectionLimits,
+  guardConnections,
+  serverTimeouts,
+} from './connection-guard.ts';
 
 export interface ServingOptions {
   certFile?: string;
@@ -19,22 +24,6 @@ export interface ServingOptions {
   limits?: ConnectionLimits;
 }
 
-/** Bounds on client connections, so that no client can hold memory the gateway cannot get back. */
-export interface ConnectionLimits {
-  /** Open connections at most; Node closes further ones at accept. */
-  maxConnections: number;
-  /** TLS handshake, the wait for a first request, and the headers of each request. */
-  requestHeaderTimeoutMs: number;
-  /** Keep-alive idle time between requests. */
-  idleConnectionTimeoutMs: number;
-}
-
-export const defaultConnectionLimits: ConnectionLimits = {
-  maxConnections: 4096,
-  requestHeaderTimeoutMs: 32_000,
-  idleConnectionTimeoutMs: 65_000,
-};
-
 export class ServingEndpoint {
   readonly server: https.Server;
   #pair: KeyPair;
@@ -42,53 +31,18 @@ export class ServingEndpoint {
 
   private constructor(pair: KeyPair, limits: ConnectionLimits) {
     this.#pair = pair;
-    const headerTimeout = limits.requestHeaderTimeoutMs;
     this.server = https.createServer({
       ...pair,
       // Client certificates are optional (tokens work too) and verified per
       // request against the right CA: the front-proxy CA for X-Remote-* headers.
       requestCert: true,
       rejectUnauthorized: false,
-      handshakeTimeout: headerTimeout,
-      // Watches and logs -f stay open for as long as the client wants.
-      requestTimeout: 0,
-      headersTimeout: headerTimeout,
-      keepAliveTimeout: limits.idleConnectionTimeoutMs,
-      // How often Node looks for requests past headersTimeout (default 30 s).
-      connectionsCheckingInterval: Math.min(headerTimeout, 1000),
+      ...serverTimeouts(limits),
     });
-    this.server.maxConnections = limits.maxConnections;
-    this.server.on('secureConnection', (socket) => {
-      // A connection's client certificate is verified once and remembered
-      // (auth/peer-verification.ts): renegotiation could swap it mid-connection.
-      socket.disableRenegotiation();
-      this.#awaitFirstRequest(socket, headerTimeout);
-    });
-    const requested = (req: IncomingMessage) => this.#firstRequestTimers.get(req.socket)?.();
-    this.server.on('request', requested);
-    this.server.on('upgrade', requested);
-  }
-
-  /**
-   * Node bounds the headers of a request once its first byte has arrived
-   * (headersTimeout) and the idle time after a response (keepAliveTimeout),
-   * but nothing bounds a connection that completes its handshake and then
-   * sends nothing: thousands of those would hold their memory for ever. Such
-   * a connection gets the time of a request's headers to send a whole
-   * request. (Watching the socket's 'data' instead would turn off the
-   * parser's direct read from the TLS handle for every connection.)
-   */
-  #firstRequestTimers = new WeakMap<object, () => void>();
-
-  #awaitFirstRequest(socket: TLSSocket, timeoutMs: number): void {
-    const timer = setTimeout(() => socket.destroy(), timeoutMs);
-    timer.unref();
-    const clear = () => {
-      clearTimeout(timer);
-      this.#firstRequestTimers.delete(socket);
-    };
-    this.#firstRequestTimers.set(socket, clear);
-    socket.once('close', clear);
+    // A connection's client certificate is verified once and remembered
+    // (auth/peer-verification.ts): renegotiation could swap it mid-connection.
+    this.server.on('secureConnection', (socket) => socket.disableRenegotiation());
+    guardConnections(this.server, limits);
   }
 
   static async create(

@@ -22,6 +22,7 @@ import {
   type Ref,
   type Schema,
 } from './openapi-schemas.ts';
+import { patchContentTypes } from './patch.ts';
 import { type ApiResponse, etagMatches, jsonResponse, notModified } from './response.ts';
 
 type Json = Record<string, unknown>;
@@ -241,7 +242,8 @@ function v2Paths(): Json {
       entry[op.method] = {
         description: op.description,
         operationId: op.id,
-        consumes: ['*/*'],
+        // What health-write.ts accepts: a PATCH needs one of the patch types (patch.ts).
+        consumes: op.method === 'patch' ? Object.keys(patchContentTypes) : ['*/*'],
         produces: op.action === 'connect' ? ['*/*'] : ['application/json', 'application/json;stream=watch'],
         schemes: ['https'],
         tags: [`cluster${version}`],
@@ -294,10 +296,10 @@ function v3Paths(): Json {
           ? {
               requestBody: {
                 content: Object.fromEntries(
-                  (op.method === 'patch'
-                    ? ['application/merge-patch+json', 'application/json-patch+json']
-                    : ['application/json']
-                  ).map((t) => [t, { schema: op.method === 'patch' ? { type: 'object' } : schema }]),
+                  (op.method === 'patch' ? Object.keys(patchContentTypes) : ['application/json']).map((t) => [
+                    t,
+                    { schema: op.method === 'patch' ? { type: 'object' } : schema },
+                  ]),
                 ),
                 required: true,
               },

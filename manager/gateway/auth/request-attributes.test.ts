@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { StatusError } from '../../../shared/kube/status.ts';
-import { parseRequestInfo, proxiedRequestAttributes, requestAttributes } from './request-attributes.ts';
+import {
+  parseRequestInfo,
+  proxiedRequestAttributes,
+  proxiedRequestAttributesIfValid,
+  requestAttributes,
+} from './request-attributes.ts';
 
 const base = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways';
 const gateway = { group: 'cluster.core.oam.dev', version: 'v1alpha1', resource: 'clustergateways' };
@@ -142,11 +147,7 @@ describe('proxied request paths (--authorize-proxy-subpath)', () => {
       resource: 'deployments',
     });
     assert.deepEqual(
-      proxiedRequestAttributes(
-        'GET',
-        'api/v1/namespaces/kube-system/configmaps',
-        new URLSearchParams('watch=true'),
-      ),
+      proxiedRequestAttributes('GET', 'api/v1/namespaces/kube-system/configmaps', 'watch=true'),
       {
         kind: 'resource',
         verb: 'watch',
@@ -198,11 +199,7 @@ describe('proxied request paths (--authorize-proxy-subpath)', () => {
   });
 
   test('the legacy proxy verb takes no subresource', () => {
-    const info = parseRequestInfo(
-      'GET',
-      '/api/v1/proxy/namespaces/ns/services/web/some/path',
-      new URLSearchParams(),
-    );
+    const info = parseRequestInfo('GET', '/api/v1/proxy/namespaces/ns/services/web/some/path', new Map());
     assert.equal(info.verb, 'proxy');
     assert.equal(info.resource, 'services');
     assert.equal(info.name, 'web');
@@ -221,4 +218,99 @@ describe('proxied request paths (--authorize-proxy-subpath)', () => {
       path: '/apis/apps/v1',
     });
   });
+});
+
+describe('proxied queries are read as the managed cluster (Go) reads them', () => {
+  const secrets = '/api/v1/namespaces/default/secrets';
+  const named = (query: string) =>
+    (proxiedRequestAttributes('GET', `${secrets}?${query}`) as { name?: string }).name;
+
+  test('a segment with a ";" is no parameter: the selector it carries names nothing', () => {
+    // The issue's exploit: URLSearchParams read "the secret allowed", Go no
+    // fieldSelector at all, and the cluster returned every Secret.
+    assert.deepEqual(proxiedRequestAttributes('GET', `${secrets}?fieldSelector=metadata.name=allowed,x=;`), {
+      kind: 'resource',
+      verb: 'list',
+      group: '',
+      version: 'v1',
+      resource: 'secrets',
+      namespace: 'default',
+    });
+    assert.equal(named('fieldSelector=metadata.name%3Dallowed;x'), undefined);
+    assert.equal(named('a=1;&fieldSelector=metadata.name%3Dallowed'), 'allowed');
+  });
+
+  test('a segment with a malformed escape is no parameter, and the next value counts', () => {
+    assert.equal(named('fieldSelector=metadata.name=allowed%zz'), undefined);
+    assert.equal(named('fieldSelector=metadata.name=allowed%'), undefined);
+    assert.equal(named('fieldSelector%=x&fieldSelector=metadata.name=b'), 'b');
+    assert.equal(named('fieldSelector=metadata.name=%61llowed'), 'allowed');
+    assert.equal(named('fieldSelector=metadata.name=a+b'), 'a b');
+  });
+
+  test('only the first fieldSelector counts, as RequiresExactMatch on its sorted terms', () => {
+    assert.equal(named('fieldSelector=metadata.name=a&fieldSelector=metadata.name=b'), 'a');
+    assert.equal(named('fieldSelector=metadata.name=zz,metadata.name=aa'), 'aa');
+    assert.equal(named('fieldSelector=metadata.name!=x,metadata.name==y'), 'y');
+    // No trimming: " metadata.name" is another field.
+    assert.equal(named('fieldSelector=%20metadata.name=allowed'), undefined);
+    // Values unescape only \\, \, and \=; anything else fails the whole selector.
+    assert.equal(named('fieldSelector=metadata.name=a\\,b'), 'a,b');
+    assert.equal(named('fieldSelector=metadata.name=a\\x'), undefined);
+    assert.equal(named('fieldSelector=metadata.name=a=b'), undefined);
+    assert.equal(named('fieldSelector=metadata.name=a/b'), undefined);
+  });
+
+  test('list options that do not decode name nothing, as in requestinfo.go', () => {
+    assert.equal(named('fieldSelector=metadata.name=a&limit=500'), 'a');
+    assert.equal(named('fieldSelector=metadata.name=a&limit=abc'), undefined);
+    assert.equal(named('fieldSelector=metadata.name=a&timeoutSeconds=99999999999999999999'), undefined);
+    assert.equal(named('fieldSelector=metadata.name=a&labelSelector=app%20in%20(x'), undefined);
+    assert.equal(named('fieldSelector=metadata.name=a&labelSelector=app%3Dx'), 'a');
+  });
+
+  test('watch is any value but "0" and "false" under Go\'s case folding', () => {
+    const verb = (query: string) => proxiedRequestAttributes('GET', `${secrets}?${query}`).verb;
+    assert.equal(verb('watch=1'), 'watch');
+    assert.equal(verb('watch='), 'watch');
+    assert.equal(verb('watch=FALSE'), 'list');
+    // strings.EqualFold folds U+017F (long s) to "s".
+    assert.equal(verb('watch=fal%C5%BFe'), 'list');
+    // ...but the fallback after a decoding error lower-cases ASCII only.
+    assert.equal(verb('watch=fal%C5%BFe&limit=x'), 'watch');
+    assert.equal(verb('watch=false;'), 'list');
+    assert.equal(verb('watch=%zz&watch=1'), 'watch');
+  });
+
+  test('bytes that are not UTF-8 become U+FFFD each, as Go writes them in JSON', () => {
+    assert.equal(named('fieldSelector=metadata.name=a%E2%82'), 'a\uFFFD\uFFFD');
+    assert.equal(named('fieldSelector=metadata.name=%C3%A9'), '\u00e9');
+  });
+
+  test('the path is decoded once, as URL.Path', () => {
+    assert.deepEqual(proxiedRequestAttributes('GET', '/api/v1/namespaces/default/secrets/a%252Fb'), {
+      kind: 'resource',
+      verb: 'get',
+      group: '',
+      version: 'v1',
+      resource: 'secrets',
+      name: 'a%2Fb',
+      namespace: 'default',
+    });
+    assert.equal(
+      (proxiedRequestAttributes('GET', '/api/v1/namespaces/default/secrets/%FF') as { name?: string }).name,
+      '\uFFFD',
+    );
+    assert.equal(
+      (proxiedRequestAttributes('GET', '/api/v1/namespaces/default/secrets;x/a') as { resource?: string })
+        .resource,
+      'secrets;x',
+    );
+  });
+});
+
+test('for metrics, a proxied path Go would refuse gives no attributes instead of throwing', () => {
+  assert.throws(() => proxiedRequestAttributes('GET', '/api/v1/watch'), StatusError);
+  assert.equal(proxiedRequestAttributesIfValid('GET', '/api/v1/watch'), undefined);
+  assert.equal(proxiedRequestAttributesIfValid('GET', '/api/v1/pods')?.verb, 'list');
 });

@@ -17,9 +17,19 @@
  *   `fieldSelector=metadata.name=<n>` on a list or watch fills in the name.
  * - `/<version>/watch/...` and `/<version>/proxy/...` set the verb from
  *   the path (the legacy special verbs).
+ *
+ * A proxied request is read as the managed cluster (a Go server) reads it:
+ * path and query through go-url.ts, list options as
+ * metainternalversionscheme.ParameterCodec decodes them. For the gateway's
+ * own API the query is the one its handlers read (URLSearchParams).
  */
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
+import { parseLabelSelector } from '../api/selectors.ts';
+import { goPathUnescape, parseGoQuery } from './go-url.ts';
 import type { AuthorizationAttributes } from './user.ts';
+
+/** Query parameters as the server executing the request reads them: every value of each key, in order. */
+export type QueryValues = ReadonlyMap<string, readonly string[]>;
 
 export interface RequestInfo {
   isResourceRequest: boolean;
@@ -53,7 +63,7 @@ const methodVerbs: Record<string, string> = {
 };
 
 /** Parses a request the way Kubernetes does; throws a 400 StatusError for a malformed path. */
-export function parseRequestInfo(method: string, rawPath: string, query: URLSearchParams): RequestInfo {
+export function parseRequestInfo(method: string, rawPath: string, query: QueryValues): RequestInfo {
   const path = decodePath(rawPath);
   const info: RequestInfo = {
     isResourceRequest: false,
@@ -107,9 +117,9 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
   if (parts.length >= 1) info.resource = parts[0]!;
 
   if (!info.name && info.verb === 'get') {
-    info.verb = isWatch(query) ? 'watch' : 'list';
-    const selected = nameFromFieldSelector(query.get('fieldSelector'));
-    if (selected !== undefined) info.name = selected;
+    const list = listOptions(query);
+    info.verb = list.watch ? 'watch' : 'list';
+    if (list.name !== undefined) info.name = list.name;
   }
   if (!info.name && info.verb === 'delete') info.verb = 'deletecollection';
   return info;
@@ -117,8 +127,12 @@ export function parseRequestInfo(method: string, rawPath: string, query: URLSear
 
 /** Authorization attributes for a request to this server (`req.method`, `req.url`). */
 export function requestAttributes(method: string, url: string): AuthorizationAttributes {
-  const { path, query } = splitUrl(url);
-  return toAttributes(parseRequestInfo(method, path, query));
+  const mark = url.indexOf('?');
+  const path = (mark < 0 ? url : url.slice(0, mark)) || '/';
+  const query = new URLSearchParams(mark < 0 ? '' : url.slice(mark + 1));
+  const values = new Map<string, string[]>();
+  for (const [key, value] of query) values.set(key, [...(values.get(key) ?? []), value]);
+  return toAttributes(parseRequestInfo(method, path, values));
 }
 
 /**
@@ -127,24 +141,23 @@ export function requestAttributes(method: string, url: string): AuthorizationAtt
  * x in default), for the `--authorize-proxy-subpath` check on the hub.
  * Unlike the Go original, which reused the outer connect verb, a proxied
  * collection GET is a list (or watch), as the managed cluster itself
- * would see it. `upstreamPath` may carry its own query (`/api/v1/pods?watch=1`)
- * when `query` is not given.
+ * would see it. `upstreamPath` may carry its own raw query
+ * (`/api/v1/pods?watch=1`) when `rawQuery` is not given.
+ *
+ * The query is read as Go reads it; the gateway forwards only the segments
+ * Go keeps (parseGoQuery's `accepted`), so a segment another parser would
+ * read differently never reaches the cluster.
  */
 export function proxiedRequestAttributes(
   method: string,
   upstreamPath: string,
-  query: URLSearchParams | string = '',
+  rawQuery?: string,
 ): AuthorizationAttributes {
-  const q = query === '' ? upstreamPath.indexOf('?') : -1;
+  const q = rawQuery === undefined ? upstreamPath.indexOf('?') : -1;
   const rawPath = q === -1 ? upstreamPath : upstreamPath.slice(0, q);
-  const params =
-    q !== -1
-      ? new URLSearchParams(upstreamPath.slice(q + 1))
-      : typeof query === 'string'
-        ? new URLSearchParams(query)
-        : query;
+  const query = q !== -1 ? upstreamPath.slice(q + 1) : (rawQuery ?? '');
   const path = rawPath.startsWith('/') ? rawPath : `/${rawPath}`;
-  return toAttributes(parseRequestInfo(method, path, params));
+  return toAttributes(parseRequestInfo(method, path, parseGoQuery(query).values));
 }
 
 export function toAttributes(info: RequestInfo): AuthorizationAttributes {
@@ -161,19 +174,12 @@ export function toAttributes(info: RequestInfo): AuthorizationAttributes {
   };
 }
 
-function splitUrl(url: string): { path: string; query: URLSearchParams } {
-  const mark = url.indexOf('?');
-  if (mark < 0) return { path: url || '/', query: new URLSearchParams() };
-  return { path: url.slice(0, mark) || '/', query: new URLSearchParams(url.slice(mark + 1)) };
-}
-
-// Go matches on URL.Path, which is already percent-decoded (%2F included).
+// Go matches on URL.Path, which is already percent-decoded (%2F included);
+// a malformed escape makes Go's server refuse the request.
 function decodePath(rawPath: string): string {
-  try {
-    return decodeURIComponent(rawPath);
-  } catch {
-    throw new StatusError(failureStatus(400, `malformed URL path ${rawPath}`));
-  }
+  const path = goPathUnescape(rawPath);
+  if (path === undefined) throw new StatusError(failureStatus(400, `malformed URL path ${rawPath}`));
+  return path;
 }
 
 function splitPath(path: string): string[] {
@@ -181,63 +187,160 @@ function splitPath(path: string): string[] {
   return trimmed === '' ? [] : trimmed.split('/');
 }
 
-// Go's bool conversion for query parameters: only "0" and "false" are false.
-function isWatch(query: URLSearchParams): boolean {
-  const value = query.getAll('watch')[0];
-  if (value === undefined) return false;
-  return value !== '0' && value.toLowerCase() !== 'false';
+/**
+ * What RequestInfoFactory takes from the list options of a nameless GET:
+ * watch or list, and the name a field selector pins. As in Kubernetes, a
+ * query whose list options do not decode (a bad limit, timeoutSeconds or
+ * selector) names nothing, and only `watch` is still read: the cluster
+ * answers such a request with 400, whatever it was authorized as.
+ */
+function listOptions(query: QueryValues): { watch: boolean; name?: string } {
+  const first = (key: string) => query.get(key)?.[0];
+  const watch = first('watch');
+  const fieldSelector = first('fieldSelector');
+  const terms = fieldSelector === undefined ? [] : parseFieldSelector(fieldSelector);
+  if (!terms || !decodesAsListOptions(first)) {
+    // requestinfo.go's fallback compares strings.ToLower(value): ASCII only
+    // for "false", unlike the EqualFold below.
+    return { watch: watch !== undefined && watch !== '0' && asciiLower(watch) !== 'false' };
+  }
+  // runtime.Convert_Slice_string_To_bool: "0" or strings.EqualFold(value, "false").
+  const result: { watch: boolean; name?: string } = {
+    watch: watch !== undefined && watch !== '0' && !equalFoldFalse(watch),
+  };
+  // fields.Selector.RequiresExactMatch, over the terms in sorted order.
+  const term = terms.find((t) => t.field === 'metadata.name' && t.operator !== '!=');
+  if (term && isPathSegmentName(term.value)) result.name = term.value;
+  return result;
+}
+
+function decodesAsListOptions(first: (key: string) => string | undefined): boolean {
+  for (const key of ['limit', 'timeoutSeconds']) {
+    const value = first(key);
+    if (value !== undefined && !isGoInt64(value)) return false;
+  }
+  const labelSelector = first('labelSelector');
+  if (labelSelector !== undefined) {
+    try {
+      parseLabelSelector(labelSelector);
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** strconv.ParseInt(value, 10, 64) succeeds. */
+function isGoInt64(value: string): boolean {
+  if (!/^[+-]?[0-9]+$/.test(value)) return false;
+  const n = BigInt(value);
+  return n >= -(2n ** 63n) && n < 2n ** 63n;
+}
+
+function asciiLower(value: string): string {
+  return value.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
+/** strings.EqualFold(value, "false"): Unicode simple folding, where "ſ" (U+017F) is an "s". */
+function equalFoldFalse(value: string): boolean {
+  if (value.length !== 5) return false;
+  return [...value].every((c, i) => {
+    const target = 'false'[i]!;
+    return c.toLowerCase() === target || (target === 's' && c === '\u017f');
+  });
+}
+
+// content.IsPathSegmentName: a name that can be a path segment.
+function isPathSegmentName(name: string): boolean {
+  return name !== '.' && name !== '..' && !name.includes('/') && !name.includes('%');
+}
+
+interface FieldTerm {
+  field: string;
+  operator: '=' | '==' | '!=';
+  value: string;
 }
 
 /**
- * The name a field selector pins with `metadata.name=<n>` or `==<n>`
- * (fields.Selector.RequiresExactMatch), if it is a valid path segment.
+ * fields.ParseSelector's reading, term by term, or undefined where it fails:
+ * terms split on unescaped commas and sorted (byte order), each split at its
+ * first operator (no escapes, no trimming), values unescaped with only
+ * `\\`, `\,` and `\=` allowed.
  */
-function nameFromFieldSelector(selector: string | null): string | undefined {
-  if (!selector) return undefined;
-  for (const term of splitUnescaped(selector, ',')) {
-    const parsed = splitTerm(term);
-    if (parsed?.field !== 'metadata.name' || parsed.operator === '!=') continue;
-    const name = unescapeSelectorValue(parsed.value);
-    if (name === '.' || name === '..' || name.includes('/') || name.includes('%')) return undefined;
-    return name;
+function parseFieldSelector(selector: string): FieldTerm[] | undefined {
+  const parts = splitTerms(selector).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const terms: FieldTerm[] = [];
+  for (const part of parts) {
+    if (part === '') continue;
+    const term = splitTerm(part);
+    const value = term && unescapeFieldValue(term.value);
+    if (!term || value === undefined) return undefined;
+    terms.push({ ...term, value });
   }
-  return undefined;
+  return terms;
 }
 
-function splitUnescaped(input: string, separator: string): string[] {
-  const parts: string[] = [];
-  let current = '';
-  for (let i = 0; i < input.length; i++) {
-    const char = input[i]!;
-    if (char === '\\' && i + 1 < input.length) {
-      current += char + input[i + 1];
-      i++;
-    } else if (char === separator) {
-      parts.push(current);
-      current = '';
-    } else {
-      current += char;
+function splitTerms(selector: string): string[] {
+  if (selector === '') return [];
+  const terms: string[] = [];
+  let start = 0;
+  let inSlash = false;
+  for (let i = 0; i < selector.length; i++) {
+    const c = selector[i];
+    if (inSlash) inSlash = false;
+    else if (c === '\\') inSlash = true;
+    else if (c === ',') {
+      terms.push(selector.slice(start, i));
+      start = i + 1;
     }
   }
-  parts.push(current);
-  return parts;
+  terms.push(selector.slice(start));
+  return terms;
 }
 
-function splitTerm(term: string): { field: string; operator: string; value: string } | undefined {
+function splitTerm(term: string): FieldTerm | undefined {
   for (let i = 0; i < term.length; i++) {
-    if (term[i] === '\\') {
-      i++;
-      continue;
-    }
-    for (const operator of ['!=', '==', '=']) {
+    for (const operator of ['!=', '==', '='] as const) {
       if (term.startsWith(operator, i)) {
-        return { field: term.slice(0, i).trim(), operator, value: term.slice(i + operator.length) };
+        return { field: term.slice(0, i), operator, value: term.slice(i + operator.length) };
       }
     }
   }
   return undefined;
 }
 
-function unescapeSelectorValue(value: string): string {
-  return value.replace(/\\(.)/g, '$1');
+function unescapeFieldValue(value: string): string | undefined {
+  let out = '';
+  let inSlash = false;
+  for (const c of value) {
+    if (inSlash) {
+      if (c !== '\\' && c !== ',' && c !== '=') return undefined;
+      out += c;
+      inSlash = false;
+    } else if (c === '\\') {
+      inSlash = true;
+    } else if (c === ',' || c === '=') {
+      return undefined;
+    } else {
+      out += c;
+    }
+  }
+  return inSlash ? undefined : out;
+}
+
+/**
+ * proxiedRequestAttributes for metrics and logs, after the request was
+ * proxied: undefined instead of an exception for a path a Go server would
+ * refuse (`/api/v1/watch`), which the gateway forwards as is when it does
+ * not authorize proxied requests itself.
+ */
+export function proxiedRequestAttributesIfValid(
+  method: string,
+  upstreamPath: string,
+): AuthorizationAttributes | undefined {
+  try {
+    return proxiedRequestAttributes(method, upstreamPath);
+  } catch {
+    return undefined;
+  }
 }

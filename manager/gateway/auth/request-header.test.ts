@@ -82,6 +82,27 @@ describe('front-proxy (requestheader) authentication over real TLS', () => {
     assert.match(String(res.body['message']), /no client certificate/);
   });
 
+  test('an empty X-Remote-User followed by another is a claim too (401 without a certificate)', async () => {
+    const claims: Record<string, string | string[]>[] = [
+      { 'X-Remote-User': ['', 'system:admin'] },
+      { 'X-Remote-User': '' },
+      { 'X-Remote-Group': 'system:masters' },
+      { 'X-Remote-Extra-Scopes': 'admin' },
+      { 'X-Remote-Uid': 'u' },
+    ];
+    for (const headers of claims) {
+      const res = await request(server, { headers });
+      assert.equal(res.status, 401, JSON.stringify(headers));
+      assert.match(String(res.body['message']), /no client certificate/);
+    }
+  });
+
+  test('with the front-proxy certificate, the first X-Remote-User value must be the name (Go Header.Get)', async () => {
+    const res = await request(server, { cert: proxyClient, headers: { 'X-Remote-User': ['', 'alice'] } });
+    assert.equal(res.status, 401);
+    assert.match(String(res.body['message']), /no user name in x-remote-user/);
+  });
+
   test('rejects a front-proxy certificate that is not valid for client authentication', async () => {
     const serving = await frontProxyCA.issue({ commonName: 'front-proxy-client', usage: 'server' });
     const res = await request(server, { cert: serving, headers: { 'X-Remote-User': 'alice' } });

@@ -53,14 +53,18 @@ export class RequestHeaderAuthenticator implements Authenticator {
 
   async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
     const config = this.#config;
-    // Spoofing is checked against the default header too: while the
+    // Spoofing is checked against the default headers too: while the
     // configuration is missing, or names other headers, an X-Remote-User
-    // still means the caller expects to be someone it cannot prove.
+    // still means the caller expects to be someone it cannot prove. Any
+    // identity header counts, with any value: an empty X-Remote-User
+    // followed by a real one, or groups alone, are claims all the same.
     const usernameHeaders = config
       ? [...config.usernameHeaders, ...defaultUsernameHeaders]
       : defaultUsernameHeaders;
-    const claimed = firstHeaderValue(req, usernameHeaders);
-    if (claimed === undefined) return undefined;
+    const claimed = Object.keys(req.headersDistinct).some((header) =>
+      isClaimHeader(header, config, usernameHeaders),
+    );
+    if (!claimed) return undefined;
     if (!config) throw rejected('front-proxy authentication is not configured');
 
     const verification = verifyPeer(req, config.roots, this.#now());
@@ -73,8 +77,11 @@ export class RequestHeaderAuthenticator implements Authenticator {
 
     // Only the configured headers carry the identity; the default one merely
     // triggered the check above.
+    // Go's Header.Get: the first value of each configured header, in order.
     const name = firstHeaderValue(req, config.usernameHeaders);
-    if (name === undefined) throw rejected('identity header is not one of the configured username headers');
+    if (name === undefined) {
+      throw rejected(`no user name in ${config.usernameHeaders.join(', ') || 'any username header'}`);
+    }
     const uid = firstHeaderValue(req, config.uidHeaders);
     const user: UserInfo = {
       name,
@@ -116,6 +123,19 @@ function unescapeExtraKey(encoded: string): string {
   } catch {
     return encoded;
   }
+}
+
+// The identity headers the aggregator sends by default, whatever the configuration says.
+const defaultIdentityHeaders = ['x-remote-user', 'x-remote-uid', 'x-remote-group'];
+const defaultExtraPrefix = 'x-remote-extra-';
+
+function isClaimHeader(
+  header: string,
+  config: RequestHeaderConfig | undefined,
+  usernameHeaders: string[],
+): boolean {
+  if (defaultIdentityHeaders.includes(header) || header.startsWith(defaultExtraPrefix)) return true;
+  return config ? isIdentityHeader(header, config, usernameHeaders) : false;
 }
 
 function isIdentityHeader(header: string, config: RequestHeaderConfig, usernameHeaders: string[]): boolean {

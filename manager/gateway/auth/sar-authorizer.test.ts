@@ -213,5 +213,8 @@ describe('SubjectAccessReview authorizer', () => {
     const strict = authorizer({ alwaysAllowGroups: [] });
     await strict.authorize(admin, { ...proxyGet, name: 'cluster-9' });
     assert.equal(reviews(), 1);
+    // A managed cluster's /healthz, proxied, is the hub's to decide (any verb reaches it otherwise).
+    await auth.authorize(alice, { kind: 'nonResource', verb: 'post', path: '/healthz' }, { proxied: true });
+    assert.equal(reviews(), 2);
   });
 });

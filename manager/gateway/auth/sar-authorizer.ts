@@ -82,8 +82,16 @@ export class SubjectAccessReviewAuthorizer implements Authorizer {
     });
   }
 
-  async authorize(user: UserInfo, attributes: AuthorizationAttributes): Promise<Decision> {
-    if (attributes.kind === 'nonResource' && matchesPath(this.#alwaysAllowPaths, attributes.path)) {
+  async authorize(
+    user: UserInfo,
+    attributes: AuthorizationAttributes,
+    context: { proxied?: boolean } = {},
+  ): Promise<Decision> {
+    if (
+      !context.proxied &&
+      attributes.kind === 'nonResource' &&
+      matchesPath(this.#alwaysAllowPaths, attributes.path)
+    ) {
       return { allowed: true, reason: `path ${attributes.path} is always allowed` };
     }
     const privileged = user.groups.find((group) => this.#alwaysAllowGroups.includes(group));

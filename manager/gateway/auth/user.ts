@@ -36,5 +36,14 @@ export interface Authenticator {
 }
 
 export interface Authorizer {
-  authorize(user: UserInfo, attributes: AuthorizationAttributes): Promise<Decision>;
+  /**
+   * `proxied`: the attributes are those of a request forwarded to a managed
+   * cluster (--authorize-proxy-subpath), whose paths are not this server's:
+   * its always-allowed paths (/healthz) do not apply, the hub decides.
+   */
+  authorize(
+    user: UserInfo,
+    attributes: AuthorizationAttributes,
+    context?: { proxied?: boolean },
+  ): Promise<Decision>;
 }

@@ -16,8 +16,9 @@ export interface ConstEndpoint {
   type: 'Const';
   /** The managed kube-apiserver, possibly with a sub-path (https://host:6443/prefix). */
   address: string;
-  /** PEM CA bundle; absent means the system trust store (or insecure). */
+  /** PEM CA bundle; absent means the system trust store. */
   caBundle?: string;
+  /** Skip TLS verification: only with --insecure-skip-tls-verify-when-no-ca (see merge.ts). */
   insecure: boolean;
   /** Optional egress proxy (http://, https:// or socks5://). */
   proxyUrl?: string;

@@ -64,7 +64,7 @@ test('a client certificate credential, without expiry', async () => {
   });
 });
 
-test('failures say what went wrong and never quote stdout', async () => {
+test('failures say how the plugin ended and never quote its stdout or stderr', async () => {
   const leak = (body: string) => plugin(`leak-${Math.random()}.sh`, body);
   const cases: [string, Parameters<typeof runExecPlugin>[0], RegExp][] = [
     [
@@ -74,19 +74,25 @@ test('failures say what went wrong and never quote stdout', async () => {
     ],
     [
       'non-zero exit',
-      { apiVersion: v1, command: leak(`echo ${secretToken}; echo 'access denied' >&2; exit 3`) },
-      /exited with status 3: access denied$/,
+      {
+        apiVersion: v1,
+        command: leak(`echo ${secretToken}; echo "access denied for token ${secretToken}" >&2; exit 3`),
+      },
+      /^exec plugin ".*" exited with status 3 \(its output is not shown: it may hold credentials\)$/,
+    ],
+    [
+      'killed by a signal',
+      { apiVersion: v1, command: leak(`echo "${secretToken}" >&2; kill -KILL $$`) },
+      /was terminated by signal SIGKILL/,
     ],
     ['bad JSON', { apiVersion: v1, command: leak(`echo "{${secretToken}"`) }, /stdout is not JSON/],
     [
       'wrong apiVersion',
       {
         apiVersion: v1,
-        command: leak(
-          `echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"${secretToken}"}}'`,
-        ),
+        command: leak(`echo '{"apiVersion":"${secretToken}","status":{"token":"${secretToken}"}}'`),
       },
-      /returned apiVersion "client.authentication.k8s.io\/v1beta1", expected "client.authentication.k8s.io\/v1"/,
+      /returned an ExecCredential whose apiVersion is not "client.authentication.k8s.io\/v1"/,
     ],
     ['missing status', { command: leak(`echo '{"apiVersion":"${v1}"}'`) }, /without status/],
     [
@@ -106,5 +112,8 @@ test('failures say what went wrong and never quote stdout', async () => {
 
 test('a plugin that hangs is killed at the timeout', async () => {
   const command = plugin('hang.sh', 'exec sleep 10');
-  await assert.rejects(runExecPlugin({ command }, {}, { timeoutMs: 200 }), /did not finish/);
+  await assert.rejects(
+    runExecPlugin({ command }, {}, { timeoutMs: 200 }),
+    /did not finish within 0.2s and was killed/,
+  );
 });

@@ -4,8 +4,12 @@
  * env on top of the gateway's environment, KUBERNETES_EXEC_INFO describing
  * the request, and an ExecCredential expected on stdout.
  *
- * stdout carries the token, so it never reaches an error message or a log;
- * failures quote only the tail of stderr.
+ * Plugin output never reaches an error message, and so never the cluster's
+ * healthyReason (readable by anyone who may get clustergateways) or the log:
+ * stdout carries the token, and a failing plugin's stderr often echoes it
+ * too (a curl error with the request, a debug dump). Failures say only how
+ * the plugin ended: not found, exit status, signal, timeout, too much
+ * output, or an ExecCredential that is not valid.
  */
 import { type ExecFileException, execFile } from 'node:child_process';
 
@@ -38,7 +42,7 @@ export interface RunExecOptions {
 }
 
 const maxBuffer = 1024 * 1024;
-const stderrTail = 500;
+const defaultTimeoutMs = 30_000;
 
 export async function runExecPlugin(
   config: ExecConfig,
@@ -60,37 +64,45 @@ export async function runExecPlugin(
   env.KUBERNETES_EXEC_INFO = JSON.stringify({ apiVersion, kind: 'ExecCredential', spec });
 
   const command = JSON.stringify(config.command);
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const stdout = await new Promise<string>((resolve, reject) => {
     execFile(
       config.command,
       config.args ?? [],
-      { env, timeout: options.timeoutMs ?? 30_000, maxBuffer, encoding: 'utf8' },
-      (err, out, stderr) => {
+      { env, timeout: timeoutMs, maxBuffer, encoding: 'utf8' },
+      // stderr is deliberately unused: see the file comment.
+      (err, out) => {
         if (!err) return resolve(out);
-        reject(new Error(describeFailure(command, config, err, stderr)));
+        reject(new Error(describeFailure(command, config, err, timeoutMs)));
       },
     );
   });
   return parseExecCredential(stdout, apiVersion, command);
 }
 
+/** How the run ended, from the process's fate alone (never its output; see the file comment). */
 function describeFailure(
   command: string,
   config: ExecConfig,
   err: ExecFileException,
-  stderr: string,
+  timeoutMs: number,
 ): string {
+  const outputHint = '(its output is not shown: it may hold credentials)';
   if (err.code === 'ENOENT') {
+    // installHint comes from the Secret (the admin), not from the plugin.
     const hint = config.installHint ? `: ${config.installHint}` : '';
     return `exec plugin ${command} not found${hint}`;
   }
   if (err.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER') return `exec plugin ${command} wrote more than 1 MiB`;
-  if (err.killed || err.signal) {
-    return `exec plugin ${command} did not finish (${err.signal ?? 'killed'}, timeout or signal)`;
+  // execFile kills with SIGTERM on timeout and marks the error killed.
+  if (err.killed && err.signal === 'SIGTERM') {
+    return `exec plugin ${command} did not finish within ${timeoutMs / 1000}s and was killed`;
   }
-  const tail = stderr.trim().slice(-stderrTail);
-  const status = typeof err.code === 'number' ? `exited with status ${err.code}` : `failed (${err.code})`;
-  return `exec plugin ${command} ${status}${tail ? `: ${tail}` : ''}`;
+  if (err.signal) return `exec plugin ${command} was terminated by signal ${err.signal} ${outputHint}`;
+  if (typeof err.code === 'number')
+    return `exec plugin ${command} exited with status ${err.code} ${outputHint}`;
+  // A spawn error (EACCES, …): a fixed code from the system, no plugin output.
+  return `exec plugin ${command} could not be started (${typeof err.code === 'string' ? err.code : 'unknown error'})`;
 }
 
 /** Validates stdout as an ExecCredential; errors describe its shape, never its content. */
@@ -114,8 +126,9 @@ export function parseExecCredential(stdout: string, apiVersion: string, command 
     throw new Error(`exec plugin ${command} did not print an ExecCredential (stdout is not a JSON object)`);
   }
   if (cred.apiVersion !== apiVersion) {
+    // Not quoted: whatever the plugin printed there may be a credential.
     throw new Error(
-      `exec plugin ${command} returned apiVersion ${JSON.stringify(cred.apiVersion ?? '')}, expected ${JSON.stringify(apiVersion)}`,
+      `exec plugin ${command} returned an ExecCredential whose apiVersion is not ${JSON.stringify(apiVersion)}`,
     );
   }
   const status = cred.status;

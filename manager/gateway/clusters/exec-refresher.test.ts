@@ -84,7 +84,8 @@ test('a failing plugin is the problem, retried until it works; deleting the Secr
   writeFileSync(tokenFile, 'tok');
   writeFileSync(ttlFile, '');
   const broken = join(dir, 'broken.sh');
-  writeFileSync(broken, '#!/bin/sh\necho "not yet" >&2\nexit 1\n');
+  // A real plugin's error output may carry a secret: it must reach neither the problem nor the log.
+  writeFileSync(broken, '#!/bin/sh\necho "not yet: leaked-refresh-token-4711" >&2\nexit 1\n');
   chmodSync(broken, 0o755);
   const registry = new ClusterRegistry();
   const errors: string[] = [];
@@ -94,10 +95,10 @@ test('a failing plugin is the problem, retried until it works; deleting the Secr
   });
   try {
     refresher.setSecret('dyn', dynamicSecret(broken));
-    await until('the failure', () =>
-      /exited with status 1: not yet/.test(registry.get('dyn')?.problem ?? ''),
-    );
+    await until('the failure', () => /exited with status 1 /.test(registry.get('dyn')?.problem ?? ''));
     await until('a retry', () => errors.length >= 2);
+    assert.doesNotMatch(registry.get('dyn')?.problem ?? '', /not yet|leaked-refresh-token/);
+    for (const message of errors) assert.doesNotMatch(message, /not yet|leaked-refresh-token/);
     // The plugin is fixed in place: the next retry succeeds.
     writeFileSync(broken, `#!/bin/sh\nexec "${plugin}"\n`);
     await until('recovery', () => registry.get('dyn')?.problem === undefined);

@@ -3,7 +3,12 @@ import { test } from 'node:test';
 import type { KubeList, KubeObject, WatchEvent } from '../../../shared/kube/client.ts';
 import type { InformerClient } from '../../../shared/kube/informer.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
-import { ManagedClusterSource, managedClusterHealth, parseManagedCluster } from './managedcluster-source.ts';
+import {
+  ManagedClusterSource,
+  managedClusterHealth,
+  parseManagedCluster,
+  trustedManagedClusterHealth,
+} from './managedcluster-source.ts';
 import { caPem, managedCluster } from './test-fixtures.ts';
 
 test('address and CA come from the first client config; health from Available', () => {
@@ -28,6 +33,45 @@ test('no client config, or a bad URL, is an address problem', () => {
     /no spec.managedClusterClientConfigs\[0\].url/,
   );
   assert.match(parseManagedCluster(managedCluster('a', { url: 'ftp://x' })).addressProblem ?? '', /https/);
+});
+
+test('only an accepted, joined ManagedCluster with an https URL provides an address and CA', () => {
+  const trusted = parseManagedCluster(managedCluster('a', { url: 'https://a', ca: caPem }));
+  assert.equal(trusted.distrust, undefined);
+  assert.equal(trusted.address, 'https://a');
+  const notAccepted = parseManagedCluster(
+    managedCluster('a', { url: 'https://a', ca: caPem, hubAcceptsClient: false }),
+  );
+  assert.match(notAccepted.distrust ?? '', /not accepted by the hub \(spec.hubAcceptsClient is not true\)/);
+  assert.equal(notAccepted.address, undefined);
+  assert.equal(notAccepted.caBundle, undefined);
+  for (const joined of ['False', 'Unknown', 'missing'] as const) {
+    const info = parseManagedCluster(managedCluster('a', { url: 'https://a', ca: caPem, joined }));
+    assert.match(info.distrust ?? '', new RegExp(`has not joined \\(ManagedClusterJoined is ${joined}\\)`));
+    assert.equal(info.address, undefined);
+  }
+  for (const url of ['http://a:8080', 'HTTP://a']) {
+    const http = parseManagedCluster(managedCluster('a', { url, ca: caPem }));
+    assert.equal(http.distrust, undefined);
+    assert.equal(http.address, undefined, url);
+    assert.equal(http.caBundle, undefined, url);
+    assert.match(http.addressProblem ?? '', /must be https:\/\//);
+  }
+  // Without a scheme, like client-go: https.
+  assert.equal(parseManagedCluster(managedCluster('a', { url: 'a:6443' })).address, 'https://a:6443');
+});
+
+test('an untrusted ManagedCluster has no say in health', () => {
+  const unavailable = { url: 'https://a', available: 'False' } as const;
+  assert.equal(
+    trustedManagedClusterHealth(managedCluster('a', { ...unavailable, hubAcceptsClient: false })),
+    undefined,
+  );
+  assert.equal(
+    trustedManagedClusterHealth(managedCluster('a', { ...unavailable, joined: 'missing' })),
+    undefined,
+  );
+  assert.equal(trustedManagedClusterHealth(managedCluster('a', unavailable))?.healthy, false);
 });
 
 test('Available False, Unknown and missing are unhealthy with a reason', () => {

@@ -4,6 +4,18 @@
  * credentials still from the same-named Secret (merged in merge.ts), and
  * health from the ManagedClusterConditionAvailable condition.
  *
+ * A ManagedCluster's spec is not the hub admin's word: the bootstrap
+ * identity handed to every joining cluster may create one under any name,
+ * and a spoke's registration agent (or anyone with `update managedclusters`)
+ * may rewrite its client configs. Unlike the original, which took the URL
+ * of any ManagedCluster, it is only *trusted* once the hub accepted it
+ * (`spec.hubAcceptsClient`, which OCM guards with the managedclusters/accept
+ * permission) and it joined (`ManagedClusterJoined=True`, set by the hub's
+ * registration controller after signing the agent's CSR), and its URL is
+ * used only with https: the gateway sends the cluster's credential there.
+ * An untrusted ManagedCluster contributes nothing (no address, CA, labels
+ * or health); `distrust` says why, for the cluster's problem.
+ *
  * The ManagedCluster CRD may not be installed (plain KubeVela setups); the
  * informer then reports an empty, synced collection and keeps checking, so
  * the integration starts working as soon as OCM is installed.
@@ -16,6 +28,7 @@ import { isPemCertificate, parseEndpointAddress } from './parse-util.ts';
 
 export const managedClusterPath = '/apis/cluster.open-cluster-management.io/v1/managedclusters';
 export const availableCondition = 'ManagedClusterConditionAvailable';
+export const joinedCondition = 'ManagedClusterJoined';
 
 interface Condition {
   type?: string;
@@ -25,7 +38,10 @@ interface Condition {
 }
 
 export interface ManagedClusterObject extends KubeObject {
-  spec?: { managedClusterClientConfigs?: Array<{ url?: string; caBundle?: string }> };
+  spec?: {
+    hubAcceptsClient?: boolean;
+    managedClusterClientConfigs?: Array<{ url?: string; caBundle?: string }>;
+  };
   status?: { conditions?: Condition[] };
 }
 
@@ -34,6 +50,9 @@ export interface ManagedClusterInfo {
   labels: Record<string, string>;
   annotations: Record<string, string>;
   creationTimestamp: string;
+  /** Why this ManagedCluster is not trusted (not accepted or not joined); then nothing below is used. */
+  distrust?: string;
+  /** Set only for a trusted ManagedCluster whose URL is https. */
   address?: string;
   addressProblem?: string;
   /** PEM, decoded from the base64 caBundle. */
@@ -50,23 +69,49 @@ export function parseManagedCluster(cluster: ManagedClusterObject): ManagedClust
     creationTimestamp: typeof meta.creationTimestamp === 'string' ? meta.creationTimestamp : '',
     health: managedClusterHealth(cluster.status?.conditions),
   };
+  const distrust = managedClusterDistrust(cluster);
+  if (distrust) {
+    info.distrust = distrust;
+    return info;
+  }
   const config = cluster.spec?.managedClusterClientConfigs?.[0];
+  const source = 'ManagedCluster spec.managedClusterClientConfigs[0].url';
   if (!config?.url) {
     info.addressProblem = 'ManagedCluster has no spec.managedClusterClientConfigs[0].url';
   } else {
-    const address = parseEndpointAddress(
-      config.url,
-      'ManagedCluster spec.managedClusterClientConfigs[0].url',
-    );
-    if (address.ok) info.address = address.value;
-    else info.addressProblem = address.problem;
+    const address = parseEndpointAddress(config.url, source);
+    if (!address.ok) info.addressProblem = address.problem;
+    else if (!address.value.toLowerCase().startsWith('https://')) {
+      // Plain http would hand the cluster's bearer token to whoever is on the path.
+      info.addressProblem = `${source} ${JSON.stringify(config.url.trim())} is not used: a ManagedCluster's URL must be https://`;
+    } else info.address = address.value;
   }
-  if (config?.caBundle) {
+  if (info.address && config?.caBundle) {
     const pem = Buffer.from(config.caBundle, 'base64').toString('utf8');
     // An unusable CA is ignored here; the merge falls back to the Secret's CA or the system roots.
     if (isPemCertificate(pem)) info.caBundle = pem;
   }
   return info;
+}
+
+/**
+ * undefined when the hub accepted the ManagedCluster and it joined;
+ * otherwise why its spec must not be believed.
+ */
+export function managedClusterDistrust(cluster: ManagedClusterObject): string | undefined {
+  if (cluster.spec?.hubAcceptsClient !== true) {
+    return 'ManagedCluster is not accepted by the hub (spec.hubAcceptsClient is not true), so its URL and CA are ignored';
+  }
+  const joined = cluster.status?.conditions?.find((c) => c.type === joinedCondition);
+  if (joined?.status !== 'True') {
+    return `ManagedCluster has not joined (${joinedCondition} is ${joined?.status ?? 'missing'}), so its URL and CA are ignored`;
+  }
+  return undefined;
+}
+
+/** The Available condition of a trusted ManagedCluster; undefined for an untrusted one. */
+export function trustedManagedClusterHealth(cluster: ManagedClusterObject): ClusterHealth | undefined {
+  return managedClusterDistrust(cluster) ? undefined : managedClusterHealth(cluster.status?.conditions);
 }
 
 /** Available=True is healthy; anything else is not, with the condition's reason. */

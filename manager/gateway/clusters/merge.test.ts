@@ -30,9 +30,10 @@ const tunnel: TunnelEndpoint = {
   },
 };
 
-test('a Secret alone: Const endpoint, insecure without CA, credential, default health', () => {
+test('a Secret alone: Const endpoint, verified even without CA, credential, default health', () => {
   const merged = mergeCluster({ name: 'c1', secret: tokenSecret({ endpoint: 'https://h:6443' }) });
-  assert.deepEqual(merged?.endpoint, { type: 'Const', address: 'https://h:6443', insecure: true });
+  // No CA means the system trust store, never "skip verification".
+  assert.deepEqual(merged?.endpoint, { type: 'Const', address: 'https://h:6443', insecure: false });
   assert.deepEqual(merged?.credential, { type: 'ServiceAccountToken', token: 'tok' });
   assert.deepEqual(merged?.health, { healthy: false });
   assert.equal(merged?.problem, undefined);
@@ -97,7 +98,7 @@ test('OCM without a usable client config falls back to the Secret endpoint', () 
   assert.equal(merged?.endpoint?.type === 'Const' && merged.endpoint.address, 'https://s');
 });
 
-test('health precedence: prober overlay, then Secret annotations, then ManagedCluster', () => {
+test("health precedence: an operator's unhealthy mark, then the prober, then the mark, then ManagedCluster", () => {
   const secretInfo = tokenSecret(
     { endpoint: 'https://s' },
     {},
@@ -111,8 +112,18 @@ test('health precedence: prober overlay, then Secret annotations, then ManagedCl
     healthy: false,
     reason: 'ConnectionTimeout',
   });
+  // The mark wins over a prober that still reaches the cluster (health/precedence.ts).
   assert.deepEqual(
     mergeCluster({ name: 'c1', secret: secretInfo, managed, health: { healthy: true } })?.health,
+    { healthy: false, reason: 'ConnectionTimeout' },
+  );
+  assert.deepEqual(
+    mergeCluster({
+      name: 'c1',
+      secret: tokenSecret({ endpoint: 'https://s' }),
+      managed,
+      health: { healthy: true },
+    })?.health,
     { healthy: true },
   );
   assert.deepEqual(mergeCluster({ name: 'c1', secret: tokenSecret({}), managed })?.health.healthy, true);
@@ -172,4 +183,141 @@ test('connectionKey changes with the credential, the CA and the tunnel generatio
     connectionKey({ ...ep, insecure: false, caBundle: caPem }, { type: 'ServiceAccountToken', token: 'one' }),
   );
   assert.notEqual(connectionKey(tunnel, undefined, 1), connectionKey(tunnel, undefined, 2));
+});
+
+test('--insecure-skip-tls-verify-when-no-ca restores the original: a Secret without CA is insecure', () => {
+  const policy = { insecureSkipTlsVerifyWhenNoCa: true };
+  const noCa = mergeCluster({ name: 'c1', secret: tokenSecret({ endpoint: 'https://h' }) }, policy);
+  assert.deepEqual(noCa?.endpoint, { type: 'Const', address: 'https://h', insecure: true });
+  const withCa = mergeCluster(
+    { name: 'c1', secret: tokenSecret({ endpoint: 'https://h', 'ca.crt': caPem }) },
+    policy,
+  );
+  assert.equal(withCa?.endpoint?.insecure, false, 'a CA is always verified');
+  // The flag is about Secrets: an OCM endpoint without a CA stays verified, as in the original.
+  const ocm = mergeCluster(
+    {
+      name: 'c1',
+      secret: tokenSecret({}),
+      managed: parseManagedCluster(managedCluster('c1', { url: 'https://m' })),
+    },
+    policy,
+  );
+  assert.deepEqual(ocm?.endpoint, { type: 'Const', address: 'https://m', insecure: false });
+});
+
+test('a certificate failure of a Secret without CA says why and how to fix it; other failures do not', () => {
+  const noCa = tokenSecret({ endpoint: 'https://h' });
+  const tlsFailure = { healthy: false, reason: 'unreachable: self-signed certificate in certificate chain' };
+  const explained = mergeCluster({ name: 'c1', secret: noCa, health: tlsFailure })?.health;
+  assert.equal(explained?.healthy, false);
+  assert.equal(
+    explained?.reason,
+    'no ca.crt in Secret vela-system/c1: verified against the system trust store: ' +
+      'unreachable: self-signed certificate in certificate chain; ' +
+      "add the cluster's CA to the Secret as ca.crt, or start the gateway with " +
+      '--insecure-skip-tls-verify-when-no-ca to skip verification as the original did',
+  );
+  for (const reason of [
+    'unable to verify the first certificate',
+    'unable to get local issuer certificate',
+    "Hostname/IP does not match certificate's altnames: IP: 10.0.0.1 is not in the cert's list: ",
+    'certificate has expired',
+  ]) {
+    const health = mergeCluster({ name: 'c1', secret: noCa, health: { healthy: false, reason } })?.health;
+    assert.match(health?.reason ?? '', /^no ca\.crt in Secret vela-system\/c1/, reason);
+  }
+  const refused = { healthy: false, reason: 'unreachable: connect ECONNREFUSED 127.0.0.1:6443' };
+  assert.deepEqual(mergeCluster({ name: 'c1', secret: noCa, health: refused })?.health, refused);
+  const withCa = tokenSecret({ endpoint: 'https://h', 'ca.crt': caPem });
+  assert.deepEqual(mergeCluster({ name: 'c1', secret: withCa, health: tlsFailure })?.health, tlsFailure);
+  const plainHttp = tokenSecret({ endpoint: 'http://h' });
+  assert.deepEqual(mergeCluster({ name: 'c1', secret: plainHttp, health: tlsFailure })?.health, tlsFailure);
+});
+
+test("a Secret that names an endpoint wins: the ManagedCluster's URL and CA are ignored", () => {
+  const otherCa = caPem.replace('fakeCA', 'attackerCA');
+  const managed = parseManagedCluster(managedCluster('c1', { url: 'https://attacker:443', ca: otherCa }));
+  const withCa = mergeCluster({
+    name: 'c1',
+    secret: tokenSecret({ endpoint: 'https://real:6443', 'ca.crt': caPem }),
+    managed,
+  });
+  assert.deepEqual(withCa?.endpoint, {
+    type: 'Const',
+    address: 'https://real:6443',
+    insecure: false,
+    caBundle: caPem,
+  });
+  const withoutCa = mergeCluster({
+    name: 'c1',
+    secret: tokenSecret({ endpoint: 'https://real:6443' }),
+    managed,
+  });
+  assert.deepEqual(withoutCa?.endpoint, { type: 'Const', address: 'https://real:6443', insecure: false });
+  // Even an unusable Secret endpoint is the admin's word: a problem, not a fallback to the ManagedCluster.
+  const broken = mergeCluster({ name: 'c1', secret: tokenSecret({ endpoint: 'ftp://x' }), managed });
+  assert.equal(broken?.endpoint, undefined);
+  assert.match(broken?.problem ?? '', /data key endpoint "ftp:\/\/x" must use https/);
+});
+
+test("the Secret's ca.crt pins the CA of a ManagedCluster endpoint", () => {
+  const otherCa = caPem.replace('fakeCA', 'attackerCA');
+  const merged = mergeCluster({
+    name: 'c1',
+    secret: tokenSecret({ 'ca.crt': caPem }),
+    managed: parseManagedCluster(managedCluster('c1', { url: 'https://m:6443', ca: otherCa })),
+  });
+  assert.deepEqual(merged?.endpoint, {
+    type: 'Const',
+    address: 'https://m:6443',
+    insecure: false,
+    caBundle: caPem,
+  });
+});
+
+test('a ManagedCluster that is not accepted, not joined, or not https never provides the endpoint', () => {
+  const cases: [string, Parameters<typeof managedCluster>[1], RegExp][] = [
+    [
+      'not accepted',
+      { hubAcceptsClient: false },
+      /^no endpoint: data key endpoint is missing in the Secret and the ManagedCluster is not accepted by the hub \(spec.hubAcceptsClient is not true\)/,
+    ],
+    [
+      'joined missing',
+      { joined: 'missing' },
+      /the ManagedCluster has not joined \(ManagedClusterJoined is missing\)/,
+    ],
+    ['joined False', { joined: 'False' }, /has not joined \(ManagedClusterJoined is False\)/],
+    [
+      'plain http',
+      { url: 'http://listener:8080' },
+      /the ManagedCluster spec.managedClusterClientConfigs\[0\].url "http:\/\/listener:8080" is not used: a ManagedCluster's URL must be https:\/\//,
+    ],
+  ];
+  for (const [name, options, problem] of cases) {
+    const mc = managedCluster('c1', {
+      url: 'https://listener:8443',
+      ca: caPem,
+      available: 'False',
+      labels: { injected: 'yes' },
+      ...options,
+    });
+    // Secret without endpoint: no endpoint at all, so the token goes nowhere.
+    const merged = mergeCluster({ name: 'c1', secret: tokenSecret({}), managed: parseManagedCluster(mc) });
+    assert.equal(merged?.endpoint, undefined, name);
+    assert.match(merged?.problem ?? '', problem, name);
+    // Secret with endpoint: the Secret's, untouched.
+    const withEndpoint = mergeCluster({
+      name: 'c1',
+      secret: tokenSecret({ endpoint: 'https://real' }),
+      managed: parseManagedCluster(mc),
+    });
+    assert.equal(withEndpoint?.endpoint?.type === 'Const' && withEndpoint.endpoint.address, 'https://real');
+    if (name !== 'plain http') {
+      // An untrusted ManagedCluster adds no labels and no health either.
+      assert.equal(withEndpoint?.labels.injected, undefined, name);
+      assert.doesNotMatch(withEndpoint?.health.reason ?? '', /LeaseUpdateStopped/, name);
+    }
+  }
 });

@@ -6,16 +6,36 @@
  *   original, which enumerates Secrets) or a connected agent tunnel. A
  *   ManagedCluster alone is not a ClusterGateway: without credentials it
  *   cannot be proxied, and listing it would change what KubeVela sees.
+ * - Trust: a ManagedCluster counts only once the hub accepted it and it
+ *   joined (managedcluster-source.ts); an untrusted one contributes nothing.
  * - Endpoint: a connected tunnel wins; a Secret declaring ClusterProxy
- *   without a tunnel has no endpoint; otherwise the ManagedCluster's
- *   client config (OCM integration, CA falling back to the Secret's), then
- *   the Secret's own `endpoint`. The Secret's proxy-url applies to both.
+ *   without a tunnel has no endpoint. Then the Secret's own `endpoint`
+ *   when it names one: the Secret is written by the hub admin in the
+ *   credential namespace, while a ManagedCluster's spec may be rewritten
+ *   by the spoke's registration agent, so the admin's word wins and the
+ *   ManagedCluster's URL *and CA* are ignored. Only a Secret without
+ *   `endpoint` (the OCM layout: a token only) takes the trusted
+ *   ManagedCluster's https URL; its CA is the Secret's `ca.crt` when there
+ *   is one (an admin's pin, so a rewritten URL with a CA of the writer's
+ *   choosing fails verification), else the ManagedCluster's, else the
+ *   system trust store. No endpoint at all is a problem, and the proxy then
+ *   never sends the credential anywhere. The Secret's proxy-url applies to
+ *   both.
+ * - TLS: a missing CA means the system trust store (Node's default roots,
+ *   plus NODE_EXTRA_CA_CERTS, or the OS store with --use-system-ca). Skipping verification
+ *   (the original's behaviour for a Secret without a CA) needs the
+ *   --insecure-skip-tls-verify-when-no-ca flag, and then shows as
+ *   `insecure: true` on the object.
  * - Credential: only ever from the Secret.
- * - Health: the prober's overlay, then the Secret's status annotations
- *   (what the health subresource writes), then the ManagedCluster's
- *   Available condition, else unhealthy (the original's default).
+ * - Health: resolveHealth (health/precedence.ts): an operator's unhealthy
+ *   mark (status annotations on the Secret, else on the ManagedCluster,
+ *   written by the health subresource) wins until cleared; then the
+ *   prober's overlay; then the mark; then the ManagedCluster's Available
+ *   condition, else unhealthy (the original's default). A
+ *   certificate failure of a Secret without a CA says so, and how to fix it.
  * - Labels and annotations: the ManagedCluster's, overridden by the Secret's.
  */
+import { healthFromAnnotations, resolveHealth } from '../health/precedence.ts';
 import type { ClusterHealth, ClusterTarget, Endpoint, TunnelEndpoint } from './cluster.ts';
 import { connectionKey } from './connection-key.ts';
 import type { ManagedClusterInfo } from './managedcluster-source.ts';
@@ -39,11 +59,20 @@ export interface ClusterInputs {
 
 export type MergedCluster = Omit<ClusterTarget, 'resourceVersion'>;
 
-export function mergeCluster(inputs: ClusterInputs): MergedCluster | undefined {
-  const { name, secret, managed, tunnel } = inputs;
-  if (!secret && !tunnel) return undefined;
+/** Gateway-wide settings that change how clusters are merged. */
+export interface MergePolicy {
+  /** --insecure-skip-tls-verify-when-no-ca: a Secret endpoint without a CA skips TLS verification. */
+  insecureSkipTlsVerifyWhenNoCa?: boolean;
+}
 
-  const { endpoint, problem: endpointProblem } = resolveEndpoint(inputs);
+export const insecureWhenNoCaFlag = '--insecure-skip-tls-verify-when-no-ca';
+
+export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): MergedCluster | undefined {
+  const { name, secret, tunnel } = inputs;
+  if (!secret && !tunnel) return undefined;
+  const managed = inputs.managed?.distrust ? undefined : inputs.managed;
+
+  const { endpoint, problem: endpointProblem, systemTrust } = resolveEndpoint(inputs, policy);
   const problems: string[] = [];
   if (endpointProblem) problems.push(endpointProblem);
   if (!secret) problems.push(`no credential Secret named ${JSON.stringify(name)} in the secret namespace`);
@@ -55,7 +84,15 @@ export function mergeCluster(inputs: ClusterInputs): MergedCluster | undefined {
     labels: { ...managed?.labels, ...secret?.labels },
     annotations: { ...managed?.annotations, ...secret?.annotations },
     creationTimestamp: secret?.creationTimestamp || managed?.creationTimestamp || tunnel?.connectedAt || '',
-    health: inputs.health ?? secret?.health ?? managed?.health ?? { healthy: false },
+    // Precedence (an operator's unhealthy mark wins over the prober): health/precedence.ts.
+    health: explainHealth(
+      resolveHealth({
+        mark: secret?.health ?? healthFromAnnotations(managed?.annotations),
+        probe: inputs.health,
+        condition: managed?.health,
+      }),
+      systemTrust,
+    ),
     connectionKey: connectionKey(endpoint, credential, tunnel?.generation),
   };
   if (endpoint) merged.endpoint = endpoint;
@@ -64,10 +101,14 @@ export function mergeCluster(inputs: ClusterInputs): MergedCluster | undefined {
   return merged;
 }
 
-function resolveEndpoint({ secret, managed, tunnel }: ClusterInputs): {
+interface ResolvedEndpoint {
   endpoint?: Endpoint;
   problem?: string;
-} {
+  /** Set when a Secret's https endpoint has no CA and is verified against the system trust store. */
+  systemTrust?: string;
+}
+
+function resolveEndpoint({ secret, managed, tunnel }: ClusterInputs, policy: MergePolicy): ResolvedEndpoint {
   if (tunnel) return { endpoint: tunnel.endpoint };
   if (secret?.endpointTypeProblem) return { problem: secret.endpointTypeProblem };
   if (secret?.endpointType === 'ClusterProxy') {
@@ -77,20 +118,30 @@ function resolveEndpoint({ secret, managed, tunnel }: ClusterInputs): {
   const problems: string[] = [];
   let address: string | undefined;
   let caBundle: string | undefined;
-  let insecure: boolean;
-  if (managed?.address) {
-    // The original never marks an OCM endpoint insecure: no CA means the system roots.
+  let insecure = false;
+  let systemTrust: string | undefined;
+  if (secret?.endpointGiven) {
+    if (secret.address) address = secret.address;
+    else problems.push(secret.addressProblem ?? 'data key endpoint is not usable');
+    caBundle = secret.caBundle;
+    if (secret.caProblem) problems.push(secret.caProblem);
+    else if (caBundle === undefined && address?.toLowerCase().startsWith('https://')) {
+      if (policy.insecureSkipTlsVerifyWhenNoCa) insecure = true;
+      else
+        systemTrust = `no ca.crt in Secret ${secret.namespace}/${secret.name}: verified against the system trust store`;
+    }
+  } else if (managed?.address && !managed.distrust) {
     address = managed.address;
-    caBundle = managed.caBundle ?? secret?.caBundle;
-    if (!caBundle && secret?.caProblem) problems.push(secret.caProblem);
-    insecure = false;
-  } else {
-    if (secret?.address) address = secret.address;
-    else problems.push(secret?.addressProblem ?? managed?.addressProblem ?? 'no endpoint address');
-    caBundle = secret?.caBundle;
+    // The admin's CA pins the cluster even when its address comes from the ManagedCluster.
+    caBundle = secret?.caBundle ?? managed.caBundle;
     if (secret?.caProblem) problems.push(secret.caProblem);
-    // No CA means no verification: the original's behaviour for Secrets, kept for compatibility.
-    insecure = caBundle === undefined;
+  } else {
+    const why = managed?.distrust ?? managed?.addressProblem;
+    problems.push(
+      why
+        ? `no endpoint: data key endpoint is missing in the Secret and ${withArticle(why)}`
+        : (secret?.addressProblem ?? 'data key endpoint is missing'),
+    );
   }
   if (secret?.proxyProblem) problems.push(secret.proxyProblem);
   if (problems.length || !address) return { problem: problems.join('; ') };
@@ -102,5 +153,29 @@ function resolveEndpoint({ secret, managed, tunnel }: ClusterInputs): {
       ...(caBundle !== undefined ? { caBundle } : {}),
       ...(secret?.proxyUrl !== undefined ? { proxyUrl: secret.proxyUrl } : {}),
     },
+    ...(systemTrust ? { systemTrust } : {}),
+  };
+}
+
+/** "ManagedCluster is not accepted…" reads as "… and the ManagedCluster is not accepted…". */
+function withArticle(text: string): string {
+  return text.startsWith('ManagedCluster') ? `the ${text}` : text;
+}
+
+// OpenSSL's and Node's wording for a certificate the client refused.
+const certificateFailure =
+  /self[- ]signed certificate|unable to (verify the first certificate|get (local )?issuer certificate)|certificate (has expired|is not yet valid|signature failure|not trusted|rejected)|does not match certificate's altnames|unsuitable certificate purpose/i;
+
+/**
+ * A Secret endpoint without a CA that fails certificate verification: say
+ * that no CA was given, which store was used, and the two ways out.
+ */
+function explainHealth(health: ClusterHealth, systemTrust: string | undefined): ClusterHealth {
+  if (!systemTrust || health.healthy || !health.reason || !certificateFailure.test(health.reason)) {
+    return health;
+  }
+  return {
+    healthy: false,
+    reason: `${systemTrust}: ${health.reason}; add the cluster's CA to the Secret as ca.crt, or start the gateway with ${insecureWhenNoCaFlag} to skip verification as the original did`,
   };
 }

@@ -170,3 +170,32 @@ test('synced waits for every source; a throwing listener does not break others',
   assert.deepEqual(events, ['ADDED a']);
   assert.equal(errors.length, 1);
 });
+
+test('the merge policy (--insecure-skip-tls-verify-when-no-ca) reaches every cluster', () => {
+  const strict = new ClusterRegistry();
+  strict.setSecret('a', tokenSecret('a'));
+  assert.equal(strict.get('a')?.endpoint?.insecure, false);
+  const lenient = new ClusterRegistry({ policy: { insecureSkipTlsVerifyWhenNoCa: true } });
+  lenient.setSecret('a', tokenSecret('a'));
+  assert.equal(lenient.get('a')?.endpoint?.insecure, true);
+});
+
+test('a ManagedCluster that becomes trusted (accepted, then joined) changes the cluster', () => {
+  const registry = new ClusterRegistry();
+  const events = record(registry);
+  registry.setSecret('a', parseClusterSecret(secret('a', { token: 't' })));
+  registry.setManagedCluster(
+    'a',
+    parseManagedCluster(managedCluster('a', { url: 'https://m', hubAcceptsClient: false })),
+  );
+  assert.equal(registry.get('a')?.endpoint, undefined);
+  assert.match(registry.get('a')?.problem ?? '', /not accepted by the hub/);
+  registry.setManagedCluster(
+    'a',
+    parseManagedCluster(managedCluster('a', { url: 'https://m', joined: 'Unknown' })),
+  );
+  assert.match(registry.get('a')?.problem ?? '', /has not joined/);
+  registry.setManagedCluster('a', parseManagedCluster(managedCluster('a', { url: 'https://m' })));
+  assert.deepEqual(registry.get('a')?.endpoint, { type: 'Const', address: 'https://m', insecure: false });
+  assert.deepEqual(events, ['ADDED a', 'MODIFIED a', 'MODIFIED a', 'MODIFIED a']);
+});

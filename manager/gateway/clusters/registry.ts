@@ -21,7 +21,13 @@ import type {
   TunnelEndpoint,
 } from './cluster.ts';
 import type { ManagedClusterInfo, ManagedClusterSink } from './managedcluster-source.ts';
-import { type ClusterInputs, type MergedCluster, mergeCluster, type TunnelInput } from './merge.ts';
+import {
+  type ClusterInputs,
+  type MergedCluster,
+  type MergePolicy,
+  mergeCluster,
+  type TunnelInput,
+} from './merge.ts';
 import type { SecretClusterInfo, SecretSink } from './secret-source.ts';
 
 export interface RegistryOptions {
@@ -30,6 +36,8 @@ export interface RegistryOptions {
   now?: () => number;
   /** A listener threw; the registry carries on. */
   onListenerError?: (err: unknown) => void;
+  /** Gateway-wide merge settings (flags). */
+  policy?: MergePolicy;
 }
 
 /** Anything with an initial sync, e.g. SecretSource or ManagedClusterSource. */
@@ -52,6 +60,7 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
   readonly #historyLimit: number;
   readonly #now: () => number;
   readonly #onListenerError: (err: unknown) => void;
+  readonly #policy: MergePolicy;
   #counter: number;
   /** Versions at or below this are older than the history: a watch from them must relist. */
   #floor: number;
@@ -60,6 +69,7 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
     this.#historyLimit = options.historyLimit ?? 1000;
     this.#now = options.now ?? Date.now;
     this.#onListenerError = options.onListenerError ?? (() => {});
+    this.#policy = options.policy ?? {};
     this.#counter = this.#now() * 1000;
     this.#floor = this.#counter;
   }
@@ -119,7 +129,10 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
     });
   }
 
-  /** Health from a prober; overrides annotations and ManagedCluster conditions. undefined clears it. */
+  /**
+   * Health from a prober; overrides a healthy mark and ManagedCluster conditions, but not an
+   * operator's unhealthy mark (health/precedence.ts). undefined clears it.
+   */
   setHealth(name: string, health: ClusterHealth | undefined): void {
     this.#update(name, (inputs) => {
       if (health) inputs.health = { ...health };
@@ -151,7 +164,7 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
   }
 
   #recompute(name: string, inputs: ClusterInputs): void {
-    const merged = mergeCluster(inputs);
+    const merged = mergeCluster(inputs, this.#policy);
     const previous = this.#current.get(name);
     if (!merged) {
       if (!previous) return;

@@ -35,12 +35,19 @@ export interface SecretObject extends KubeObject {
  */
 export interface SecretClusterInfo {
   name: string;
+  /** For messages that point the admin at the Secret. */
+  namespace: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
   creationTimestamp: string;
   /** Declared by the endpoint-type label; Const when absent. */
   endpointType: EndpointType;
   endpointTypeProblem?: string;
+  /**
+   * The Secret names an endpoint (data key `endpoint` is set, valid or not).
+   * Then it is the cluster's endpoint, whatever a ManagedCluster says.
+   */
+  endpointGiven: boolean;
   /** From data key `endpoint`, normalised (https:// added when no scheme is given). */
   address?: string;
   addressProblem?: string;
@@ -80,10 +87,12 @@ export function parseClusterSecret(secret: SecretObject): SecretClusterInfo {
   const data = secret.data;
   const info: SecretClusterInfo = {
     name: meta.name ?? '',
+    namespace: meta.namespace ?? '',
     labels,
     annotations: publicAnnotations(annotations),
     creationTimestamp: typeof meta.creationTimestamp === 'string' ? meta.creationTimestamp : '',
     endpointType: 'Const',
+    endpointGiven: false,
   };
 
   const endpointType = labels[labelEndpointType] ?? 'Const';
@@ -95,6 +104,7 @@ export function parseClusterSecret(secret: SecretObject): SecretClusterInfo {
   const endpoint = decode(data, 'endpoint');
   if (endpoint === undefined || !endpoint.trim()) info.addressProblem = 'data key endpoint is missing';
   else {
+    info.endpointGiven = true;
     const address = parseEndpointAddress(endpoint, 'data key endpoint');
     if (address.ok) info.address = address.value;
     else info.addressProblem = address.problem;

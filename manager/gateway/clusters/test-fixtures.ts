@@ -37,8 +37,13 @@ export function managedCluster(
     ca?: string;
     available?: 'True' | 'False' | 'Unknown';
     labels?: Record<string, string>;
+    /** Default true: an accepted, joined cluster, as most tests want. */
+    hubAcceptsClient?: boolean;
+    /** ManagedClusterJoined status; default 'True', 'missing' for no condition. */
+    joined?: 'True' | 'False' | 'Unknown' | 'missing';
   } = {},
 ): ManagedClusterObject {
+  const joined = options.joined ?? 'True';
   return {
     apiVersion: 'cluster.open-cluster-management.io/v1',
     kind: 'ManagedCluster',
@@ -49,22 +54,31 @@ export function managedCluster(
       labels: options.labels ?? {},
     },
     spec: {
+      hubAcceptsClient: options.hubAcceptsClient ?? true,
       managedClusterClientConfigs: options.url
         ? [{ url: options.url, ...(options.ca ? { caBundle: b64(options.ca) } : {}) }]
         : [],
     },
     status: {
-      conditions: options.available
-        ? [
-            {
-              type: 'ManagedClusterConditionAvailable',
-              status: options.available,
-              reason:
-                options.available === 'True' ? 'ManagedClusterAvailable' : 'ManagedClusterLeaseUpdateStopped',
-              message: options.available === 'True' ? 'ok' : 'Registration agent stopped updating its lease.',
-            },
-          ]
-        : [],
+      conditions: [
+        ...(joined === 'missing'
+          ? []
+          : [{ type: 'ManagedClusterJoined', status: joined, reason: 'ManagedClusterJoined', message: '' }]),
+        ...(options.available
+          ? [
+              {
+                type: 'ManagedClusterConditionAvailable',
+                status: options.available,
+                reason:
+                  options.available === 'True'
+                    ? 'ManagedClusterAvailable'
+                    : 'ManagedClusterLeaseUpdateStopped',
+                message:
+                  options.available === 'True' ? 'ok' : 'Registration agent stopped updating its lease.',
+              },
+            ]
+          : []),
+      ],
     },
   };
 }

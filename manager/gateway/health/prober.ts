@@ -4,7 +4,8 @@
  * connection a proxied request uses, tunnel included) and, in OCM mode,
  * also requires the ManagedCluster's Available condition. The result feeds
  * the registry, so `kubectl get clustergateways` and --reject-unhealthy
- * see it.
+ * see it. An operator's unhealthy mark (health subresource) still wins
+ * over what the prober finds, until it is cleared: see precedence.ts.
  */
 import type { ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
 import type { ConnectionPools } from '../proxy/pool.ts';
@@ -25,6 +26,8 @@ export class HealthProber {
   readonly #o: ProberOptions;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** Last result per cluster: target.health may show an operator's mark instead (precedence.ts). */
+  readonly #last = new Map<string, ClusterHealth>();
 
   constructor(options: ProberOptions) {
     this.#o = options;
@@ -46,11 +49,15 @@ export class HealthProber {
   }
 
   async probeAll(): Promise<void> {
+    const targets = this.#o.list();
+    const names = new Set(targets.map((t) => t.name));
+    for (const name of this.#last.keys()) if (!names.has(name)) this.#last.delete(name);
     await Promise.all(
-      this.#o.list().map(async (target) => {
+      targets.map(async (target) => {
         const health = await this.probe(target);
-        const current = target.health;
-        if (current.healthy !== health.healthy || current.reason !== health.reason) {
+        const previous = this.#last.get(target.name);
+        this.#last.set(target.name, health);
+        if (previous?.healthy !== health.healthy || previous?.reason !== health.reason) {
           this.#o.log?.debug({ cluster: target.name, ...health }, 'cluster health changed');
         }
         this.#o.setHealth(target.name, health);

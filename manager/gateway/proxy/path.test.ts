@@ -44,6 +44,26 @@ describe('matchClusterGatewayPath', () => {
     assert.equal(matchClusterGatewayPath('/api/v1/pods'), undefined);
     assert.equal(matchClusterGatewayPath(P), undefined);
     assert.equal(matchClusterGatewayPath(`${P}Upper/proxy`), undefined);
+  });
+
+  it("matches no route for an empty segment after the name, as Kubernetes' router", () => {
+    // The issue: `cluster2//proxy/...` served the object itself.
+    assert.equal(matchClusterGatewayPath(`${P}c1//proxy/api/v1/secrets`), undefined);
+    assert.equal(matchClusterGatewayPath(`${P}c1//health`), undefined);
+    assert.equal(parseProxyPath(`${P}c1//proxy/api`), undefined);
+    // Trailing slashes are ignored, as go-restful does.
+    assert.deepEqual(matchClusterGatewayPath(`${P}c1/?a=1`), {
+      name: 'c1',
+      subresource: '',
+      rest: '',
+      query: '?a=1',
+    });
+    assert.deepEqual(matchClusterGatewayPath(`${P}c1//`), {
+      name: 'c1',
+      subresource: '',
+      rest: '',
+      query: '',
+    });
     assert.equal(matchClusterGatewayPath(`${P}under_score/proxy`), undefined);
     assert.equal(matchClusterGatewayPath(`${P}-dash/proxy`), undefined);
     assert.equal(matchClusterGatewayPath(`${P}a..b/proxy`), undefined);
@@ -133,5 +153,19 @@ describe('isStreamingRequest', () => {
     assert.ok(!isStreamingRequest('/api/v1/pods?allowWatchBookmarks=true'));
     assert.ok(!isStreamingRequest('/api/v1/namespaces/d/pods/p/log?follow=false'));
     assert.ok(!isStreamingRequest('/api/v1/namespaces/d/configmaps/watcher'));
+  });
+});
+
+describe('parseProxyPath with goQuery (--authorize-proxy-subpath)', () => {
+  it('forwards only the query segments a Go server reads, each byte for byte', () => {
+    const url = `${P}c1/proxy/api/v1/namespaces/default/secrets?fieldSelector=metadata.name=allowed,x=;&limit=5&a=%zz&b=%41+c&&`;
+    assert.deepEqual(parseProxyPath(url, { goQuery: true }), {
+      cluster: 'c1',
+      upstreamPath: '/api/v1/namespaces/default/secrets?limit=5&b=%41+c',
+    });
+    assert.equal(parseProxyPath(`${P}c1/proxy/version?x=;`, { goQuery: true })?.upstreamPath, '/version');
+    assert.equal(parseProxyPath(`${P}c1/proxy?x=;&y=1`, { goQuery: true })?.upstreamPath, '?y=1');
+    // Without the flag nothing is authorized on the query: it goes through untouched.
+    assert.equal(parseProxyPath(`${P}c1/proxy/version?x=;`)?.upstreamPath, '/version?x=;');
   });
 });

@@ -8,6 +8,8 @@
  * every proxied request.
  */
 
+import { parseGoQuery } from '../auth/go-url.ts';
+
 export const CLUSTER_GATEWAYS_PREFIX = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/';
 
 /** A DNS-1123 subdomain, as Kubernetes requires for Secret and ManagedCluster names: dots allowed. */
@@ -50,12 +52,13 @@ export function matchClusterGatewayPath(url: string): ClusterGatewayPath | undef
   if (nameEnd === pathEnd) return { name, subresource: '', rest: '', query };
   let subEnd = url.indexOf('/', nameEnd + 1);
   if (subEnd === -1 || subEnd > pathEnd) subEnd = pathEnd;
-  return {
-    name,
-    subresource: url.slice(nameEnd + 1, subEnd),
-    rest: url.slice(subEnd, pathEnd),
-    query,
-  };
+  const subresource = url.slice(nameEnd + 1, subEnd);
+  const rest = url.slice(subEnd, pathEnd);
+  // As Kubernetes' router (go-restful's CurlyRouter) matches: trailing
+  // slashes are ignored (`<name>/` is the object), but an empty segment in
+  // the middle (`<name>//proxy/...`) matches no route.
+  if (subresource === '' && !/^\/*$/.test(rest)) return undefined;
+  return { name, subresource, rest: subresource === '' ? '' : rest, query };
 }
 
 export interface ProxyPath {
@@ -68,11 +71,24 @@ export interface ProxyPath {
   upstreamPath: string;
 }
 
-/** Parses a proxy subresource URL; undefined when the URL is not one. */
-export function parseProxyPath(url: string): ProxyPath | undefined {
+/**
+ * Parses a proxy subresource URL; undefined when the URL is not one.
+ *
+ * With `goQuery` (--authorize-proxy-subpath, where the hub authorizes the
+ * proxied request itself) the query forwarded is rebuilt from the segments
+ * a Go server keeps (auth/go-url.ts): the cluster then reads exactly the
+ * parameters that were authorized, whichever Go version it runs. Otherwise
+ * the query goes through byte for byte (service proxies may need it so).
+ */
+export function parseProxyPath(url: string, options: { goQuery?: boolean } = {}): ProxyPath | undefined {
   const match = matchClusterGatewayPath(url);
   if (match?.subresource !== 'proxy') return undefined;
-  return { cluster: match.name, upstreamPath: cleanPath(match.rest) + match.query };
+  let query = match.query;
+  if (options.goQuery && query) {
+    const { accepted } = parseGoQuery(query.slice(1));
+    query = accepted ? `?${accepted}` : '';
+  }
+  return { cluster: match.name, upstreamPath: cleanPath(match.rest) + query };
 }
 
 /**

@@ -1,0 +1,349 @@
+/**
+ * The health subresource as the original's clients use it, through the
+ * hub's real kube-aggregator and RBAC: a PUT of the whole object (get, set
+ * status.healthy, update), kubectl patch --subresource=health, the mark
+ * stored on the credential Secret, 403 without update/patch on
+ * clustergateways/health, the operator's "unhealthy" winning over the
+ * prober, and --reject-unhealthy honouring it on a second gateway process.
+ *
+ * It works on its own cluster, "health-e2e" (cluster1's endpoint and the
+ * gateway's token for it), so the other files' clusters keep their health.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { repoRoot } from '../hack/localenv/binaries.ts';
+import { credentialNamespace } from '../hack/localenv/gateway.ts';
+import { freePort } from '../hack/localenv/ports.ts';
+import { waitFor } from '../hack/localenv/wait.ts';
+import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
+import { StatusError } from '../shared/kube/status.ts';
+import { applyClusterSecret, clusterEndpoint, gatewayToken, secretPath } from './support/credentials.ts';
+import { environmentState, hubClient } from './support/environment.ts';
+import { kubectl } from './support/kubectl.ts';
+import { frontProxyClient, hubUserKubeconfig, proxyPrefix } from './support/users.ts';
+
+const cluster = 'health-e2e';
+const healthPath = `${proxyPrefix}/${cluster}/health`;
+const denied = 'health-carol';
+const annotationHealthy = 'status.cluster.core.oam.dev/healthy';
+const annotationReason = 'status.cluster.core.oam.dev/healthy-reason';
+
+interface Gateway extends KubeObject {
+  metadata: { name: string; resourceVersion: string };
+  status: { healthy: boolean; healthyReason?: string };
+}
+
+let hub: KubeClient;
+let kubeconfig: string;
+
+before(async () => {
+  hub = await hubClient();
+  kubeconfig = environmentState().hub.kubeconfig;
+  await applyClusterSecret(hub, cluster, 'ServiceAccountToken', {
+    ...clusterEndpoint('cluster1'),
+    token: await gatewayToken(hub, 'cluster1'),
+  });
+  // The prober (every 2 s in the environment) finds it reachable.
+  await waitFor('the new cluster to be probed healthy', async () => (await getHealth()).status.healthy);
+  // carol may read clustergateways and their health, but not change it.
+  await hub.apply(
+    `/apis/rbac.authorization.k8s.io/v1/clusterroles/${denied}`,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: denied },
+      rules: [
+        {
+          apiGroups: ['cluster.core.oam.dev'],
+          resources: ['clustergateways', 'clustergateways/health'],
+          verbs: ['get', 'list'],
+        },
+      ],
+    },
+    'e2e',
+  );
+  await hub.apply(
+    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${denied}`,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: denied },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: denied },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: denied }],
+    },
+    'e2e',
+  );
+});
+
+after(async () => {
+  await hub.delete(secretPath(cluster));
+  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${denied}`);
+  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${denied}`);
+  hub.close();
+});
+
+const getHealth = () => hub.get<Gateway>(healthPath);
+const put = (object: Gateway) => hub.request<Gateway>('PUT', healthPath, { body: object });
+
+async function secretAnnotations(): Promise<Record<string, string>> {
+  return (await hub.get(secretPath(cluster))).metadata?.annotations ?? {};
+}
+
+async function tableRow(): Promise<string> {
+  const out = await kubectl(kubeconfig, 'get', 'clustergateways', cluster, '--no-headers');
+  return out.trim();
+}
+
+async function statusOf(promise: Promise<unknown>): Promise<StatusError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof StatusError) return err;
+    throw err;
+  }
+  assert.fail('expected the request to fail');
+}
+
+test("PUT of the whole object, as the original's client does: true, then false, each read back", async () => {
+  const gw = await getHealth();
+  gw.status.healthy = true;
+  gw.status.healthyReason = 'ConnectionTimeout';
+  const updated = await put(gw);
+  assert.equal(updated.kind, 'ClusterGateway');
+  assert.deepEqual(updated.status, { healthy: true, healthyReason: 'ConnectionTimeout' });
+  assert.deepEqual((await hub.get<Gateway>(`${proxyPrefix}/${cluster}`)).status, updated.status);
+  assert.match(await tableRow(), /^health-e2e\s+ServiceAccountToken\s+Const\s+true\s+/);
+  assert.equal((await secretAnnotations())[annotationHealthy], 'true');
+  assert.equal((await secretAnnotations())[annotationReason], 'ConnectionTimeout');
+
+  const again = await getHealth();
+  again.status = { healthy: false, healthyReason: 'Maintenance' };
+  const down = await put(again);
+  assert.deepEqual(down.status, { healthy: false, healthyReason: 'Maintenance' });
+  assert.deepEqual((await getHealth()).status, down.status);
+  assert.match(await tableRow(), /^health-e2e\s+ServiceAccountToken\s+Const\s+false\s+/);
+  assert.deepEqual(
+    [(await secretAnnotations())[annotationHealthy], (await secretAnnotations())[annotationReason]],
+    ['false', 'Maintenance'],
+  );
+
+  // The object from before the last write is stale now: optimistic concurrency.
+  const stale = await statusOf(put(gw));
+  assert.equal(stale.code, 409);
+  assert.match(
+    stale.message,
+    /the object has been modified; please apply your changes to the latest version/,
+  );
+  assert.equal((await getHealth()).status.healthyReason, 'Maintenance');
+
+  const invalid = await statusOf(put({ ...again, metadata: { ...again.metadata, name: 'cluster2' } }));
+  assert.equal(invalid.code, 400);
+  assert.match(
+    invalid.message,
+    /name of the object \(cluster2\) does not match the name on the URL \(health-e2e\)/,
+  );
+});
+
+test("the operator's unhealthy wins over the prober until cleared (kubectl patch --subresource=health)", async () => {
+  await kubectl(
+    kubeconfig,
+    'patch',
+    'clustergateway',
+    cluster,
+    '--subresource=health',
+    '-p',
+    '{"status":{"healthy":false,"healthyReason":"Maintenance"}}',
+  );
+  // Several probe rounds (every 2 s) that reach the cluster do not overrule the mark.
+  await new Promise((r) => setTimeout(r, 5000));
+  assert.deepEqual((await getHealth()).status, { healthy: false, healthyReason: 'Maintenance' });
+
+  const cleared = await kubectl(
+    kubeconfig,
+    'patch',
+    'clustergateway',
+    cluster,
+    '--subresource=health',
+    '--type=json',
+    '-p',
+    '[{"op":"replace","path":"/status/healthy","value":true},{"op":"remove","path":"/status/healthyReason"}]',
+    '-o',
+    'json',
+  );
+  assert.equal((JSON.parse(cleared) as Gateway).status.healthy, true);
+  assert.match(await tableRow(), /\strue\s+/);
+  assert.deepEqual(await secretAnnotations(), {
+    ...(await secretAnnotations()),
+    [annotationHealthy]: 'true',
+    [annotationReason]: '',
+  });
+});
+
+test('refused with 403 without update/patch on clustergateways/health, by the hub and by the gateway', async () => {
+  const before = await secretAnnotations();
+  const carolKubeconfig = await hubUserKubeconfig(denied);
+  await assert.rejects(
+    kubectl(
+      carolKubeconfig,
+      'patch',
+      'clustergateway',
+      cluster,
+      '--subresource=health',
+      '-p',
+      '{"status":{"healthy":false}}',
+    ),
+    /cannot patch resource "clustergateways\/health" in API group "cluster.core.oam.dev"/,
+  );
+  const carol = await KubeClient.fromKubeconfig(carolKubeconfig);
+  try {
+    const gw = await carol.get<Gateway>(healthPath);
+    gw.status.healthy = false;
+    const refused = await statusOf(carol.request('PUT', healthPath, { body: gw }));
+    assert.equal(refused.code, 403);
+    assert.match(refused.message, /cannot update resource "clustergateways\/health"/);
+  } finally {
+    carol.close();
+  }
+  // Straight to the gateway as the aggregator would send it: its own SubjectAccessReview refuses.
+  const direct = await directRequest(environmentState().gateway?.url ?? '', 'PUT', healthPath, denied, {
+    apiVersion: 'cluster.core.oam.dev/v1alpha1',
+    kind: 'ClusterGateway',
+    metadata: { name: cluster },
+    status: { healthy: false },
+  });
+  assert.equal(direct.status, 403);
+  assert.match(direct.body, /User \\"health-carol\\" cannot update resource \\"clustergateways\/health\\"/);
+  assert.deepEqual(await secretAnnotations(), before);
+});
+
+test('--reject-unhealthy (second gateway) answers 503 for the marked cluster, and serves it again once cleared', async () => {
+  const { url, process: gateway } = await startSecondGateway();
+  const version = `${proxyPrefix}/${cluster}/proxy/version`;
+  try {
+    await waitFor(
+      'the cleared cluster to be proxied',
+      async () => (await directRequest(url, 'GET', version, 'admin')).status === 200,
+    );
+    const gw = await getHealth();
+    gw.status = { healthy: false, healthyReason: 'Maintenance' };
+    await put(gw);
+    const rejected = await waitFor('the second gateway to see the mark', async () => {
+      const r = await directRequest(url, 'GET', version, 'admin');
+      return r.status === 503 ? r : undefined;
+    });
+    assert.match(rejected.body, /cluster \\"health-e2e\\" is unhealthy: Maintenance/);
+    // Still rejected after several of its own probes (every second) found the cluster reachable.
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal((await directRequest(url, 'GET', version, 'admin')).status, 503);
+
+    const marked = await getHealth();
+    marked.status = { healthy: true };
+    await put(marked);
+    await waitFor(
+      'the cleared cluster to be proxied again',
+      async () => (await directRequest(url, 'GET', version, 'admin')).status === 200,
+    );
+  } finally {
+    gateway.kill('SIGTERM');
+  }
+});
+
+test('discovery and OpenAPI advertise exactly the verbs served on clustergateways/health', async () => {
+  const list = await hub.get<{ resources: { name: string; verbs: string[] }[] }>(
+    '/apis/cluster.core.oam.dev/v1alpha1',
+  );
+  const health = list.resources.find((r) => r.name === 'clustergateways/health');
+  assert.deepEqual(health?.verbs, ['get', 'patch', 'update']);
+  const openapi = await hub.get<{ paths: Record<string, Record<string, unknown>> }>(
+    '/openapi/v3/apis/cluster.core.oam.dev/v1alpha1',
+  );
+  const item = openapi.paths['/apis/cluster.core.oam.dev/v1alpha1/clustergateways/{name}/health'] ?? {};
+  assert.deepEqual(
+    Object.keys(item)
+      .filter((k) => k !== 'parameters')
+      .sort(),
+    ['get', 'patch', 'put'],
+  );
+  const patchTypes = Object.keys((item.patch as { requestBody: { content: object } }).requestBody.content);
+  assert.ok(patchTypes.includes('application/strategic-merge-patch+json'), patchTypes.join());
+  // get, update (PUT) and patch (PATCH) were each served above; anything else is a 405.
+  const post = await statusOf(hub.request('POST', healthPath, { body: {} }));
+  assert.equal(post.code, 405);
+  const del = await statusOf(hub.request('DELETE', healthPath));
+  assert.equal(del.code, 405);
+});
+
+async function startSecondGateway(): Promise<{ url: string; process: ChildProcess }> {
+  const dir = path.join(environmentState().stateDir, 'gateway');
+  const port = await freePort();
+  const url = `https://127.0.0.1:${port}`;
+  const log = openSync(path.join(environmentState().stateDir, 'logs', 'gateway-health.log'), 'a');
+  const child = spawn(
+    process.execPath,
+    [
+      path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
+      `--secure-port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--tls-cert-file=${path.join(dir, 'tls.crt')}`,
+      `--tls-private-key-file=${path.join(dir, 'tls.key')}`,
+      `--kubeconfig=${path.join(dir, 'serviceaccount.kubeconfig')}`,
+      `--secret-namespace=${credentialNamespace}`,
+      '--health-check-interval=1',
+      '--reject-unhealthy',
+    ],
+    { stdio: ['ignore', log, log] },
+  );
+  try {
+    await waitFor(
+      'the second gateway to be ready',
+      async () => (await directRequest(url, 'GET', '/readyz', 'admin')).status === 200,
+    );
+  } catch (err) {
+    child.kill('SIGTERM');
+    throw err;
+  }
+  return { url, process: child };
+}
+
+/** A request straight to a gateway, authenticated as the aggregator does (front-proxy certificate). */
+function directRequest(
+  url: string,
+  method: string,
+  requestPath: string,
+  user: string,
+  body?: unknown,
+): Promise<{ status: number; body: string }> {
+  const fp = frontProxyClient();
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      `${url}${requestPath}`,
+      {
+        method,
+        ca: fp.ca,
+        cert: fp.cert,
+        key: fp.key,
+        headers: {
+          accept: 'application/json',
+          'x-remote-user': user,
+          'x-remote-group': user === 'admin' ? 'system:masters' : 'system:authenticated',
+          ...(payload ? { 'content-type': 'application/json' } : {}),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}

@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { KubeObject, RequestOptions } from '../../../shared/kube/client.ts';
+import type { InformerHandlers } from '../../../shared/kube/informer.ts';
+import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
+import { HealthAnnotationStore } from './annotation-store.ts';
+
+/** An informer cache whose events the test delivers. */
+class FakeObjects {
+  readonly store = new Map<string, KubeObject>();
+  readonly handlers = new Set<InformerHandlers<KubeObject>>();
+  get(key: string) {
+    return this.store.get(key);
+  }
+  on(h: InformerHandlers<KubeObject>) {
+    this.handlers.add(h);
+    return () => this.handlers.delete(h);
+  }
+  deliver(key: string, obj: KubeObject) {
+    const old = this.store.get(key);
+    this.store.set(key, obj);
+    for (const h of this.handlers) old ? h.onUpdate?.(old, obj) : h.onAdd?.(obj);
+  }
+}
+
+const secretObj = (rv: string, annotations: Record<string, string> = {}): KubeObject => ({
+  metadata: { name: 'c1', namespace: 'creds', resourceVersion: rv, annotations },
+});
+
+function setup(respond: (path: string, body: unknown) => KubeObject | Promise<KubeObject>) {
+  const secrets = new FakeObjects();
+  const managed = new FakeObjects();
+  const requests: { method: string; path: string; options?: RequestOptions }[] = [];
+  const store = new HealthAnnotationStore({
+    client: {
+      request: async <T>(method: string, path: string, options?: RequestOptions) => {
+        requests.push({ method, path, ...(options ? { options } : {}) });
+        return (await respond(path, options?.body)) as T;
+      },
+    },
+    secretNamespace: 'creds',
+    secrets,
+    managedClusters: managed,
+    observeTimeoutMs: 2000,
+  });
+  return { secrets, managed, requests, store };
+}
+
+const healthy = 'status.cluster.core.oam.dev/healthy';
+const reason = 'status.cluster.core.oam.dev/healthy-reason';
+
+test('merge-patches only the two annotations on the Secret and waits for the informer to see it', async () => {
+  const { secrets, requests, store } = setup(() => secretObj('6'));
+  secrets.deliver('creds/c1', secretObj('5'));
+  let done = false;
+  const recording = store
+    .record('c1', { healthy: false, reason: 'maintenance' }, { conditional: false })
+    .then(() => {
+      done = true;
+    });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(done, false, 'answers only once the registry can show the mark');
+  secrets.deliver('creds/c1', secretObj('6', { [healthy]: 'false', [reason]: 'maintenance' }));
+  await recording;
+  assert.deepEqual(requests, [
+    {
+      method: 'PATCH',
+      path: '/api/v1/namespaces/creds/secrets/c1',
+      options: {
+        body: { metadata: { annotations: { [healthy]: 'false', [reason]: 'maintenance' } } },
+        contentType: 'application/merge-patch+json',
+      },
+    },
+  ]);
+  assert.equal(secrets.handlers.size, 0, 'stops listening');
+});
+
+test('conditional writes carry the resourceVersion the registry was built from; a hub 409 is a ClusterGateway 409', async () => {
+  const { secrets, requests, store } = setup(() => {
+    throw new StatusError(failureStatus(409, 'Operation cannot be fulfilled on secrets "c1"'));
+  });
+  secrets.deliver('creds/c1', secretObj('5'));
+  await assert.rejects(
+    store.record('c1', { healthy: true, reason: '' }, { conditional: true }),
+    (err: unknown) => {
+      assert.ok(err instanceof StatusError);
+      assert.equal(err.code, 409);
+      assert.match(err.message, /clustergateways.cluster.core.oam.dev "c1": the object has been modified/);
+      return true;
+    },
+  );
+  assert.deepEqual((requests[0]?.options?.body as { metadata: object } | undefined)?.metadata, {
+    annotations: { [healthy]: 'true', [reason]: '' },
+    resourceVersion: '5',
+  });
+});
+
+test('the watch may deliver the write before the PATCH response', async () => {
+  const { secrets, store } = setup(() => {
+    secrets.deliver('creds/c1', secretObj('6'));
+    secrets.deliver('creds/c1', secretObj('7'));
+    return secretObj('6');
+  });
+  secrets.deliver('creds/c1', secretObj('5'));
+  const started = Date.now();
+  await store.record('c1', { healthy: true, reason: '' }, { conditional: false });
+  assert.ok(Date.now() - started < 1000, 'did not wait for the timeout');
+});
+
+test('a cluster without a Secret keeps its mark on the ManagedCluster', async () => {
+  const { managed, requests, store } = setup(() => ({ metadata: { name: 'c1', resourceVersion: '9' } }));
+  managed.deliver('c1', { metadata: { name: 'c1', resourceVersion: '8' } });
+  const recording = store.record('c1', { healthy: false, reason: 'x' }, { conditional: false });
+  setTimeout(() => managed.deliver('c1', { metadata: { name: 'c1', resourceVersion: '9' } }), 10);
+  await recording;
+  assert.equal(requests[0]?.path, '/apis/cluster.open-cluster-management.io/v1/managedclusters/c1');
+});
+
+test('nowhere to record, or no permission: a Status that says what is wrong', async () => {
+  const { secrets, store } = setup(() => {
+    throw new StatusError(failureStatus(403, 'secrets "c1" is forbidden'));
+  });
+  await assert.rejects(
+    store.record('c1', { healthy: true, reason: '' }, { conditional: false }),
+    /neither a credential Secret in namespace creds nor a ManagedCluster/,
+  );
+  secrets.deliver('creds/c1', secretObj('5'));
+  await assert.rejects(
+    store.record('c1', { healthy: true, reason: '' }, { conditional: false }),
+    (err: unknown) =>
+      err instanceof StatusError &&
+      err.code === 500 &&
+      /grant its ServiceAccount patch on secrets in namespace creds/.test(err.message),
+  );
+});

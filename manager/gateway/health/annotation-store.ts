@@ -1,0 +1,175 @@
+/**
+ * Where a health mark (PUT/PATCH clustergateways/{name}/health) is kept: the
+ * original's annotations, `status.cluster.core.oam.dev/healthy` and
+ * `.../healthy-reason`, on the cluster's credential Secret. The Secret
+ * informer brings them back into the registry (secret-source.ts parses
+ * them, health/precedence.ts ranks them), so every replica agrees and a
+ * restart keeps the mark.
+ *
+ * A cluster without a credential Secret (an agent-tunnel cluster known to
+ * OCM) keeps the same annotations on its ManagedCluster, the only hub
+ * object that stands for it.
+ *
+ * The write is a JSON merge patch of those two annotations only, so it can
+ * neither touch credentials nor create an object, and the gateway needs
+ * `patch` on secrets in its credential namespace (a Role there, not a
+ * ClusterRole) and on managedclusters. When the client sent a
+ * resourceVersion the patch carries the resourceVersion of the object the
+ * registry last saw, so the hub refuses it (409) if that changed since.
+ *
+ * record() resolves once the informer delivered the patched object, i.e.
+ * once the registry shows the mark: a GET right after a PUT reads it back.
+ */
+import type { KubeObject, RequestOptions } from '../../../shared/kube/client.ts';
+import type { InformerHandlers } from '../../../shared/kube/informer.ts';
+import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
+import { conflict, type HealthMark, type HealthMarkStore } from '../api/health-write.ts';
+import { notFound } from '../api/read.ts';
+import { annotationHealthy, annotationHealthyReason } from '../clusters/keys.ts';
+import { managedClusterPath } from '../clusters/managedcluster-source.ts';
+
+/** The informer cache of a source: what the registry was built from. */
+export interface WatchedObjects {
+  get(key: string): KubeObject | undefined;
+  on(handlers: InformerHandlers<KubeObject>): () => void;
+}
+
+export interface HealthAnnotationStoreOptions {
+  client: { request<T = unknown>(method: string, path: string, options?: RequestOptions): Promise<T> };
+  secretNamespace: string;
+  secrets: WatchedObjects;
+  /** With OCM integration. */
+  managedClusters?: WatchedObjects | undefined;
+  /** How long to wait for the informer to deliver the write before answering anyway. */
+  observeTimeoutMs?: number;
+  log?: { warn(obj: object, msg: string): void };
+}
+
+export class HealthAnnotationStore implements HealthMarkStore {
+  readonly #o: HealthAnnotationStoreOptions;
+
+  constructor(options: HealthAnnotationStoreOptions) {
+    this.#o = options;
+  }
+
+  async record(name: string, mark: HealthMark, options: { conditional: boolean }): Promise<void> {
+    const where = this.#locate(name);
+    const annotations = { [annotationHealthy]: String(mark.healthy), [annotationHealthyReason]: mark.reason };
+    const cachedVersion = where.objects.get(where.key)?.metadata?.resourceVersion;
+    const patch = {
+      metadata: {
+        annotations,
+        ...(options.conditional && cachedVersion ? { resourceVersion: cachedVersion } : {}),
+      },
+    };
+    // Versions delivered while the patch is in flight: the watch may beat the response.
+    const seen = new Set<string>();
+    let wake: (() => void) | undefined;
+    const note = (obj: KubeObject) => {
+      if (keyOf(obj) !== where.key) return;
+      seen.add(obj.metadata?.resourceVersion ?? '');
+      wake?.();
+    };
+    const stop = where.objects.on({ onAdd: note, onUpdate: (_old, obj) => note(obj) });
+    try {
+      let written: KubeObject;
+      try {
+        written = await this.#o.client.request<KubeObject>('PATCH', where.path, {
+          body: patch,
+          contentType: 'application/merge-patch+json',
+        });
+      } catch (err) {
+        throw this.#translate(err, name, where.what);
+      }
+      const version = written?.metadata?.resourceVersion ?? '';
+      const observed = () =>
+        seen.has(version) || where.objects.get(where.key)?.metadata?.resourceVersion === version;
+      if (observed()) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.#o.log?.warn(
+            { cluster: name, object: where.what },
+            'health mark written but not yet seen by the informer; answering with the current view',
+          );
+          resolve();
+        }, this.#o.observeTimeoutMs ?? 10_000);
+        wake = () => {
+          if (!observed()) return;
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    } finally {
+      stop();
+    }
+  }
+
+  #locate(name: string): { objects: WatchedObjects; key: string; path: string; what: string } {
+    const ns = this.#o.secretNamespace;
+    const secretKey = `${ns}/${name}`;
+    if (this.#o.secrets.get(secretKey)) {
+      return {
+        objects: this.#o.secrets,
+        key: secretKey,
+        path: `/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(name)}`,
+        what: `Secret ${secretKey}`,
+      };
+    }
+    const managed = this.#o.managedClusters;
+    if (managed?.get(name)) {
+      return {
+        objects: managed,
+        key: name,
+        path: `${managedClusterPath}/${encodeURIComponent(name)}`,
+        what: `ManagedCluster ${name}`,
+      };
+    }
+    throw new StatusError(
+      failureStatus(
+        409,
+        `cannot record the health of cluster ${JSON.stringify(name)}: it has neither a credential Secret in namespace ${ns} nor a ManagedCluster to keep it on`,
+        { name, kind: 'clustergateways' },
+      ),
+    );
+  }
+
+  /** The hub's answer about its Secret/ManagedCluster, as an answer about the ClusterGateway. */
+  #translate(err: unknown, name: string, what: string): StatusError {
+    if (err instanceof StatusError) {
+      if (err.code === 409) return conflict(name);
+      if (err.code === 404) return notFound(name);
+      if (err.code === 422)
+        return new StatusError(
+          failureStatus(422, `the hub refused the health mark on ${what}: ${err.status.message}`),
+        );
+      if (err.code === 401 || err.code === 403) {
+        this.#o.log?.warn(
+          { cluster: name, object: what, code: err.code },
+          'the gateway may not record health',
+        );
+        return new StatusError(
+          failureStatus(
+            500,
+            `the gateway is not allowed to patch ${what} on the hub: grant its ServiceAccount patch on ${what.startsWith('Secret') ? `secrets in namespace ${this.#o.secretNamespace}` : 'managedclusters'}`,
+          ),
+        );
+      }
+      this.#o.log?.warn({ cluster: name, object: what, code: err.code }, 'recording health failed');
+      return new StatusError(
+        failureStatus(503, `the hub answered ${err.code} when recording the health mark on ${what}; retry`),
+      );
+    }
+    this.#o.log?.warn(
+      { cluster: name, object: what, err: (err as Error)?.message },
+      'recording health failed',
+    );
+    return new StatusError(
+      failureStatus(503, `the hub could not be reached to record the health mark on ${what}; retry`),
+    );
+  }
+}
+
+function keyOf(obj: KubeObject): string {
+  const name = obj.metadata?.name ?? '';
+  return obj.metadata?.namespace ? `${obj.metadata.namespace}/${name}` : name;
+}
