@@ -3,14 +3,19 @@
  * controller, addon manager, addon conversion webhook) and, per managed
  * cluster, the klusterlet's registration and work agents, joined the real
  * way: bootstrap kubeconfig -> CSR -> hub acceptance -> hub kubeconfig.
+ * The OCM release is the one OCM_VERSION selects (binaries.ts); from v1.3
+ * every OCM component reads and writes the addon APIs as v1beta1, through
+ * the conversion webhook started here.
  */
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
 import type { LocalCluster } from './apiserver.ts';
-import { binaryPath, builtBinDir } from './binaries.ts';
+import { binaryPath, ocmBuildDir, ocmVersion } from './binaries.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { freePorts, portIsFree } from './ports.ts';
 import type { Supervisor } from './supervisor.ts';
@@ -25,11 +30,15 @@ export interface OcmHub {
   hub: LocalCluster;
 }
 
+/** The CRDs of the OCM release that runs (OCM_VERSION), or OCM_CRDS. */
 export function ocmCrdDir(): string {
-  const dir = process.env.OCM_CRDS ?? path.join(path.dirname(builtBinDir), 'ocm-crds');
+  const dir = process.env.OCM_CRDS ?? path.join(ocmBuildDir(), 'crds');
   if (!existsSync(path.join(dir, 'hub'))) {
+    const build = process.env.OCM_VERSION
+      ? `OCM_VERSION=${process.env.OCM_VERSION} npm run binaries`
+      : 'npm run binaries';
     throw new Error(
-      `OCM CRDs not found in ${dir}: run "npm run binaries" (it copies them from the OCM module)`,
+      `OCM ${ocmVersion()} CRDs not found in ${dir}: run "${build}" (it copies them from OCM's source)`,
     );
   }
   return dir;
@@ -55,16 +64,20 @@ export async function startOcmHub(
   });
   writeFileSync(path.join(certDir, 'tls.crt'), webhookCert.cert);
   writeFileSync(path.join(certDir, 'tls.key'), webhookCert.key);
-  // OCM's webhook binds :8000 (health) and :8080 (metrics) with no flag to move them.
-  for (const port of [8000, 8080]) {
-    if (!(await portIsFree(port))) {
-      throw new Error(
-        `port ${port} is in use: OCM's addon webhook needs ports 8000 and 8080, so only one local environment can run on a machine at a time (is another "npm start" or test run going?)`,
-      );
+  const addon = binaryPath('addon');
+  const listenerArgs = await addonWebhookListenerArgs(addon);
+  if (!listenerArgs) {
+    // OCM v1.2's webhook binds :8000 (health) and :8080 (metrics) with no flag to move them.
+    for (const port of [8000, 8080]) {
+      if (!(await portIsFree(port))) {
+        throw new Error(
+          `port ${port} is in use: OCM ${ocmVersion()}'s addon webhook needs ports 8000 and 8080, so only one local environment can run on a machine at a time (is another "npm start" or test run going?)`,
+        );
+      }
     }
   }
-  const webhook = supervisor.start('hub-ocm-addon-webhook', binaryPath('addon'), {
-    args: ['webhook-server', `--port=${webhookPort}`, `--certdir=${certDir}`],
+  const webhook = supervisor.start('hub-ocm-addon-webhook', addon, {
+    args: ['webhook-server', `--port=${webhookPort}`, `--certdir=${certDir}`, ...(listenerArgs ?? [])],
     env: { KUBECONFIG: hub.kubeconfig },
   });
 
@@ -95,7 +108,7 @@ export async function startOcmHub(
       '--disable-leader-election',
     ],
   });
-  const addonManager = supervisor.start('hub-ocm-addon-manager', binaryPath('addon'), {
+  const addonManager = supervisor.start('hub-ocm-addon-manager', addon, {
     args: [
       'manager',
       `--kubeconfig=${hub.kubeconfig}`,
@@ -121,6 +134,19 @@ export async function startOcmHub(
     },
   );
   return { hub };
+}
+
+/**
+ * The flags that turn off the addon webhook's health and metrics listeners,
+ * which would bind every interface: OCM v1.3 has them (`--health-probe-port`,
+ * `--metrics-port`, where 0 turns a listener off; the conversion webhook's
+ * readiness is checked through the hub instead), v1.2 has not (undefined).
+ * Asked of the binary, so prebuilt ones (CLUSTER_GATEWAY_ASSETS) of either
+ * release work too.
+ */
+async function addonWebhookListenerArgs(addon: string): Promise<string[] | undefined> {
+  const { stdout } = await promisify(execFile)(addon, ['webhook-server', '--help'], { timeout: 30_000 });
+  return stdout.includes('--health-probe-port') ? ['--health-probe-port=0', '--metrics-port=0'] : undefined;
 }
 
 /**

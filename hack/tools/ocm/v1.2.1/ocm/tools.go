@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the Open Cluster Management commands that hack/ builds:
+// Package tools pins the Open Cluster Management v1.2.1 commands that hack/ builds:
 // the hub side (registration controller, addon manager and its conversion
 // webhook) and the klusterlet agents (registration, work).
 package tools

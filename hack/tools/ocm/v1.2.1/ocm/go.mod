@@ -1,4 +1,4 @@
-module cluster-gateway.local/hack/tools/ocm
+module cluster-gateway.local/hack/tools/ocm/v1.2.1/ocm
 
 go 1.25.0
 

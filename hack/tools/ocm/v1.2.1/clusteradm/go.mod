@@ -1,4 +1,4 @@
-module cluster-gateway.local/hack/tools/clusteradm
+module cluster-gateway.local/hack/tools/ocm/v1.2.1/clusteradm
 
 go 1.26.0
 
