@@ -10,21 +10,17 @@
  * gateway's token for it), so the other files' clusters keep their health.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { openSync } from 'node:fs';
-import https from 'node:https';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { repoRoot } from '../hack/localenv/binaries.ts';
-import { credentialNamespace } from '../hack/localenv/gateway.ts';
-import { freePort } from '../hack/localenv/ports.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
 import { StatusError } from '../shared/kube/status.ts';
 import { applyClusterSecret, clusterEndpoint, gatewayToken, secretPath } from './support/credentials.ts';
 import { environmentState, hubClient } from './support/environment.ts';
+import { gatewayRequest } from './support/gateway-client.ts';
 import { kubectl } from './support/kubectl.ts';
-import { frontProxyClient, hubUserKubeconfig, proxyPrefix } from './support/users.ts';
+import { grantOnHub, hubUser, revokeOnHub } from './support/rbac.ts';
+import { startSecondGateway } from './support/second-gateway.ts';
+import { hubUserKubeconfig, proxyPrefix } from './support/users.ts';
 
 const cluster = 'health-e2e';
 const healthPath = `${proxyPrefix}/${cluster}/health`;
@@ -50,41 +46,29 @@ before(async () => {
   // The prober (every 2 s in the environment) finds it reachable.
   await waitFor('the new cluster to be probed healthy', async () => (await getHealth()).status.healthy);
   // carol may read clustergateways and their health, but not change it.
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterroles/${denied}`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: denied },
-      rules: [
-        {
-          apiGroups: ['cluster.core.oam.dev'],
-          resources: ['clustergateways', 'clustergateways/health'],
-          verbs: ['get', 'list'],
-        },
-      ],
-    },
-    'e2e',
-  );
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${denied}`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: denied },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: denied },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: denied }],
-    },
-    'e2e',
+  await grantOnHub(
+    hub,
+    denied,
+    [hubUser(denied)],
+    [
+      {
+        apiGroups: ['cluster.core.oam.dev'],
+        resources: ['clustergateways', 'clustergateways/health'],
+        verbs: ['get', 'list'],
+      },
+    ],
   );
 });
 
 after(async () => {
   await hub.delete(secretPath(cluster));
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${denied}`);
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${denied}`);
+  await revokeOnHub(hub, denied);
   hub.close();
 });
+
+/** As the aggregator sends requests to a gateway: front-proxy certificate and X-Remote-* headers. */
+const admin = { frontProxy: { user: 'admin', groups: ['system:masters'] } };
+const asDenied = { frontProxy: { user: denied, groups: ['system:authenticated'] } };
 
 const getHealth = () => hub.get<Gateway>(healthPath);
 const put = (object: Gateway) => hub.request<Gateway>('PUT', healthPath, { body: object });
@@ -209,7 +193,7 @@ test('refused with 403 without update/patch on clustergateways/health, by the hu
     carol.close();
   }
   // Straight to the gateway as the aggregator would send it: its own SubjectAccessReview refuses.
-  const direct = await directRequest(environmentState().gateway?.url ?? '', 'PUT', healthPath, denied, {
+  const direct = await gatewayRequest('PUT', healthPath, asDenied, undefined, {
     apiVersion: 'cluster.core.oam.dev/v1alpha1',
     kind: 'ClusterGateway',
     metadata: { name: cluster },
@@ -221,34 +205,37 @@ test('refused with 403 without update/patch on clustergateways/health, by the hu
 });
 
 test('--reject-unhealthy (second gateway) answers 503 for the marked cluster, and serves it again once cleared', async () => {
-  const { url, process: gateway } = await startSecondGateway();
+  const gateway = await startSecondGateway('gateway-health', [
+    '--health-check-interval=1',
+    '--reject-unhealthy',
+  ]);
   const version = `${proxyPrefix}/${cluster}/proxy/version`;
   try {
     await waitFor(
       'the cleared cluster to be proxied',
-      async () => (await directRequest(url, 'GET', version, 'admin')).status === 200,
+      async () => (await gatewayRequest('GET', version, admin, gateway.url)).status === 200,
     );
     const gw = await getHealth();
     gw.status = { healthy: false, healthyReason: 'Maintenance' };
     await put(gw);
     const rejected = await waitFor('the second gateway to see the mark', async () => {
-      const r = await directRequest(url, 'GET', version, 'admin');
+      const r = await gatewayRequest('GET', version, admin, gateway.url);
       return r.status === 503 ? r : undefined;
     });
     assert.match(rejected.body, /cluster \\"health-e2e\\" is unhealthy: Maintenance/);
     // Still rejected after several of its own probes (every second) found the cluster reachable.
     await new Promise((r) => setTimeout(r, 3000));
-    assert.equal((await directRequest(url, 'GET', version, 'admin')).status, 503);
+    assert.equal((await gatewayRequest('GET', version, admin, gateway.url)).status, 503);
 
     const marked = await getHealth();
     marked.status = { healthy: true };
     await put(marked);
     await waitFor(
       'the cleared cluster to be proxied again',
-      async () => (await directRequest(url, 'GET', version, 'admin')).status === 200,
+      async () => (await gatewayRequest('GET', version, admin, gateway.url)).status === 200,
     );
   } finally {
-    gateway.kill('SIGTERM');
+    gateway.stop();
   }
 });
 
@@ -276,74 +263,3 @@ test('discovery and OpenAPI advertise exactly the verbs served on clustergateway
   const del = await statusOf(hub.request('DELETE', healthPath));
   assert.equal(del.code, 405);
 });
-
-async function startSecondGateway(): Promise<{ url: string; process: ChildProcess }> {
-  const dir = path.join(environmentState().stateDir, 'gateway');
-  const port = await freePort();
-  const url = `https://127.0.0.1:${port}`;
-  const log = openSync(path.join(environmentState().stateDir, 'logs', 'gateway-health.log'), 'a');
-  const child = spawn(
-    process.execPath,
-    [
-      path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
-      `--secure-port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--tls-cert-file=${path.join(dir, 'tls.crt')}`,
-      `--tls-private-key-file=${path.join(dir, 'tls.key')}`,
-      `--kubeconfig=${path.join(dir, 'serviceaccount.kubeconfig')}`,
-      `--secret-namespace=${credentialNamespace}`,
-      '--health-check-interval=1',
-      '--reject-unhealthy',
-    ],
-    { stdio: ['ignore', log, log] },
-  );
-  try {
-    await waitFor(
-      'the second gateway to be ready',
-      async () => (await directRequest(url, 'GET', '/readyz', 'admin')).status === 200,
-    );
-  } catch (err) {
-    child.kill('SIGTERM');
-    throw err;
-  }
-  return { url, process: child };
-}
-
-/** A request straight to a gateway, authenticated as the aggregator does (front-proxy certificate). */
-function directRequest(
-  url: string,
-  method: string,
-  requestPath: string,
-  user: string,
-  body?: unknown,
-): Promise<{ status: number; body: string }> {
-  const fp = frontProxyClient();
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      `${url}${requestPath}`,
-      {
-        method,
-        ca: fp.ca,
-        cert: fp.cert,
-        key: fp.key,
-        headers: {
-          accept: 'application/json',
-          'x-remote-user': user,
-          'x-remote-group': user === 'admin' ? 'system:masters' : 'system:authenticated',
-          ...(payload ? { 'content-type': 'application/json' } : {}),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}

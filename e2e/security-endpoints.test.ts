@@ -9,16 +9,13 @@
  * proxying still works.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { openSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { repoRoot } from '../hack/localenv/binaries.ts';
 import { writeKubeconfig } from '../hack/localenv/kubeconfig.ts';
-import { freePort } from '../hack/localenv/ports.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
 import { requestServiceAccountToken } from '../shared/kube/service-account-token.ts';
@@ -33,6 +30,8 @@ import {
 } from './support/credentials.ts';
 import { environmentState, hubClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
+import { grantOnHub, hubUser, revokeOnHub } from './support/rbac.ts';
+import { startSecondGateway } from './support/second-gateway.ts';
 import { hubUserKubeconfig, proxyPrefix } from './support/users.ts';
 
 const managedClusters = '/apis/cluster.open-cluster-management.io/v1/managedclusters';
@@ -124,32 +123,17 @@ before(async () => {
     path.join(environmentState().stateDir, 'klusterlet', 'cluster1', 'hub-kubeconfig', 'kubeconfig'),
   );
   // A user who may only read and update ManagedClusters.
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterroles/${editorName}`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: editorName },
-      rules: [
-        {
-          apiGroups: ['cluster.open-cluster-management.io'],
-          resources: ['managedclusters'],
-          verbs: ['get', 'update'],
-        },
-      ],
-    },
-    'e2e',
-  );
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${editorName}`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: editorName },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: editorName },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: editorName }],
-    },
-    'e2e',
+  await grantOnHub(
+    hub,
+    editorName,
+    [hubUser(editorName)],
+    [
+      {
+        apiGroups: ['cluster.open-cluster-management.io'],
+        resources: ['managedclusters'],
+        verbs: ['get', 'update'],
+      },
+    ],
   );
   editor = await KubeClient.fromKubeconfig(await hubUserKubeconfig(editorName));
   original = await hub.get<ManagedCluster>(`${managedClusters}/cluster1`);
@@ -162,8 +146,7 @@ after(async () => {
     await hub.delete(secretPath(name));
   }
   await hub.delete(secretPath('no-ca'));
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${editorName}`);
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${editorName}`);
+  await revokeOnHub(hub, editorName);
   plain?.close();
   tlsListener?.close();
   for (const client of [hub, bootstrap, agent, editor]) client?.close();
@@ -430,7 +413,10 @@ test('a Secret without ca.crt is verified against the system trust store; the op
   await assertLegitimateTrafficWorks('cluster1');
 
   // The original's behaviour, for its users, on a second gateway process.
-  const second = await startGatewayWith(['--insecure-skip-tls-verify-when-no-ca']);
+  const second = await startSecondGateway('gateway-security-endpoints', [
+    '--health-check-interval=1',
+    '--insecure-skip-tls-verify-when-no-ca',
+  ]);
   try {
     const admin = { frontProxy: { user: 'admin', groups: ['system:masters'] } };
     const res = await waitFor('the flagged gateway to proxy the Secret without CA', async () => {
@@ -453,34 +439,6 @@ test('a Secret without ca.crt is verified against the system trust store; the op
     );
     assert.equal(legit.status, 200);
   } finally {
-    second.process.kill('SIGTERM');
+    second.stop();
   }
 });
-
-/** A second gateway on the same hub and credentials, with extra flags (see gateway-flags.test.ts). */
-async function startGatewayWith(flags: string[]): Promise<{ url: string; process: ChildProcess }> {
-  const dir = path.join(environmentState().stateDir, 'gateway');
-  const port = await freePort();
-  const url = `https://127.0.0.1:${port}`;
-  const log = openSync(path.join(environmentState().stateDir, 'logs', 'gateway-security-endpoints.log'), 'a');
-  const child = spawn(
-    process.execPath,
-    [
-      path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
-      `--secure-port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--tls-cert-file=${path.join(dir, 'tls.crt')}`,
-      `--tls-private-key-file=${path.join(dir, 'tls.key')}`,
-      `--kubeconfig=${path.join(dir, 'serviceaccount.kubeconfig')}`,
-      `--secret-namespace=${credentialNamespace}`,
-      '--health-check-interval=1',
-      ...flags,
-    ],
-    { stdio: ['ignore', log, log] },
-  );
-  await waitFor(
-    'the second gateway to be ready',
-    async () => (await gatewayRequest('GET', '/readyz', {}, url)).status === 200,
-  );
-  return { url, process: child };
-}

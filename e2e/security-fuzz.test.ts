@@ -22,6 +22,7 @@ import type { KubeClient } from '../shared/kube/client.ts';
 import { type AuditEvent, auditEvents, subjectAccessReviews } from './support/audit.ts';
 import { hubClient } from './support/environment.ts';
 import { type RawResponse, rawRequest } from './support/raw-request.ts';
+import { grantOnHub, hubGroup, revokeOnHub } from './support/rbac.ts';
 import { type SecondGateway, startSecondGateway } from './support/second-gateway.ts';
 import { proxyPrefix } from './support/users.ts';
 
@@ -35,31 +36,16 @@ let gateway: SecondGateway;
 
 before(async () => {
   hub = await hubClient();
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterroles/${group}`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: group },
-      rules: [
-        { apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways/proxy'], verbs: ['*'] },
-        // Reads only: every mutation the fuzz sends is refused by the hub, never run on cluster1.
-        { apiGroups: ['', 'apps'], resources: ['*'], verbs: ['get', 'list', 'watch'] },
-        { nonResourceURLs: ['*'], verbs: ['get', 'head'] },
-      ],
-    },
-    'e2e',
-  );
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${group}`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: group },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: group },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: group }],
-    },
-    'e2e',
+  await grantOnHub(
+    hub,
+    group,
+    [hubGroup(group)],
+    [
+      { apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways/proxy'], verbs: ['*'] },
+      // Reads only: every mutation the fuzz sends is refused by the hub, never run on cluster1.
+      { apiGroups: ['', 'apps'], resources: ['*'], verbs: ['get', 'list', 'watch'] },
+      { nonResourceURLs: ['*'], verbs: ['get', 'head'] },
+    ],
   );
   gateway = await startSecondGateway('gateway-security-fuzz', ['--authorize-proxy-subpath']);
   await waitFor('the fuzz group to be allowed', async () => {
@@ -70,8 +56,7 @@ before(async () => {
 
 after(async () => {
   gateway?.stop();
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${group}`);
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${group}`);
+  await revokeOnHub(hub, group);
   hub?.close();
 });
 

@@ -13,6 +13,7 @@ import { requestServiceAccountToken } from '../shared/kube/service-account-token
 import { auditEvents } from './support/audit.ts';
 import { environmentState, hubClient } from './support/environment.ts';
 import { rawRequest } from './support/raw-request.ts';
+import { grantOnHub, hubUser, revokeOnHub, serviceAccount } from './support/rbac.ts';
 import { hubUserCertificate, proxyPrefix } from './support/users.ts';
 
 const ns = 'sec-identity';
@@ -43,36 +44,18 @@ before(async () => {
     'e2e',
   );
   // Both callers may proxy to cluster1 and read clustergateways, nothing else.
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterroles/${ns}`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: ns },
-      rules: [
-        {
-          apiGroups: ['cluster.core.oam.dev'],
-          resources: ['clustergateways', 'clustergateways/proxy'],
-          resourceNames: ['cluster1'],
-          verbs: ['get'],
-        },
-      ],
-    },
-    'e2e',
-  );
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${ns}`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: ns },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ns },
-      subjects: [
-        { kind: 'ServiceAccount', name: sa, namespace: ns },
-        { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: certUser },
-      ],
-    },
-    'e2e',
+  await grantOnHub(
+    hub,
+    ns,
+    [serviceAccount(ns, sa), hubUser(certUser)],
+    [
+      {
+        apiGroups: ['cluster.core.oam.dev'],
+        resources: ['clustergateways', 'clustergateways/proxy'],
+        resourceNames: ['cluster1'],
+        verbs: ['get'],
+      },
+    ],
   );
   token = await requestServiceAccountToken(hub, ns, sa, 3600);
   alice = await hubUserCertificate(certUser);
@@ -83,8 +66,7 @@ before(async () => {
 });
 
 after(async () => {
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${ns}`);
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${ns}`);
+  await revokeOnHub(hub, ns);
   await hub.delete(`/api/v1/namespaces/${ns}`);
   hub?.close();
 });

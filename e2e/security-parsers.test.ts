@@ -17,6 +17,7 @@ import { requestServiceAccountToken } from '../shared/kube/service-account-token
 import { auditEvents } from './support/audit.ts';
 import { environmentState, hubClient, managedClient } from './support/environment.ts';
 import { rawRequest } from './support/raw-request.ts';
+import { grantOnHub, revokeOnHub, serviceAccount } from './support/rbac.ts';
 import { type SecondGateway, startSecondGateway } from './support/second-gateway.ts';
 import { hubUserCertificate, proxyPrefix } from './support/users.ts';
 
@@ -56,28 +57,10 @@ before(async () => {
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: sa, namespace: ns } },
     'e2e',
   );
-  const subjects = [{ kind: 'ServiceAccount', name: sa, namespace: ns }];
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterroles/${ns}-proxy`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: `${ns}-proxy` },
-      rules: [{ apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways/proxy'], verbs: ['get'] }],
-    },
-    'e2e',
-  );
-  await hub.apply(
-    `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${ns}-proxy`,
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: `${ns}-proxy` },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}-proxy` },
-      subjects,
-    },
-    'e2e',
-  );
+  const subjects = [serviceAccount(ns, sa)];
+  await grantOnHub(hub, `${ns}-proxy`, subjects, [
+    { apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways/proxy'], verbs: ['get'] },
+  ]);
   // On the hub, the proxied request is authorized as "secrets/allowed in sec-parsers" and nothing more.
   await hub.apply(
     `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/allowed-secret`,
@@ -117,8 +100,7 @@ before(async () => {
 
 after(async () => {
   gateway?.stop();
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${ns}-proxy`);
-  await hub.delete(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${ns}-proxy`);
+  await revokeOnHub(hub, `${ns}-proxy`);
   await hub.delete(`/api/v1/namespaces/${ns}`);
   await cluster1.delete(`/api/v1/namespaces/${ns}`);
   hub?.close();

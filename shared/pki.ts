@@ -33,15 +33,20 @@ export interface LeafOptions {
   dnsNames?: string[];
   ipAddresses?: string[];
   usage: 'server' | 'client' | 'both';
+  /** Validity from now (default ten years); servers that rotate their own certificates pick less. */
+  validForMs?: number;
 }
 
-export async function createCertificateAuthority(commonName: string): Promise<CertificateAuthority> {
+export async function createCertificateAuthority(
+  commonName: string,
+  validForMs: number = tenYears,
+): Promise<CertificateAuthority> {
   const keys = await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomSerial(),
     name: `CN=${escapeDn(commonName)}`,
     notBefore: new Date(Date.now() - 3600_000),
-    notAfter: new Date(Date.now() + tenYears),
+    notAfter: new Date(Date.now() + validForMs),
     signingAlgorithm: algorithm,
     keys: keys as webcrypto.CryptoKeyPair,
     extensions: [
@@ -100,7 +105,7 @@ function fromParts(
         subject,
         issuer: caCert.subject,
         notBefore: new Date(Date.now() - 3600_000),
-        notAfter: new Date(Date.now() + tenYears),
+        notAfter: new Date(Date.now() + (options.validForMs ?? tenYears)),
         signingAlgorithm: algorithm,
         publicKey: keys.publicKey as webcrypto.CryptoKey,
         signingKey: caKeys.privateKey,

@@ -18,12 +18,16 @@ export interface GatewayAuth {
   bearerToken?: string;
 }
 
-/** `baseUrl` defaults to the environment's gateway; tests that start their own pass theirs. */
+/**
+ * `baseUrl` defaults to the environment's gateway; tests that start their own pass theirs.
+ * A `body` is sent as JSON.
+ */
 export function gatewayRequest(
   method: string,
   path: string,
   auth: GatewayAuth,
   baseUrl?: string,
+  body?: unknown,
 ): Promise<GatewayResponse> {
   const url = baseUrl ?? environmentState().gateway?.url;
   if (!url) throw new Error('the e2e environment runs no gateway');
@@ -35,6 +39,8 @@ export function gatewayRequest(
     if (remote.groups) headers['x-remote-group'] = remote.groups;
   }
   if (auth.bearerToken) headers.authorization = `Bearer ${auth.bearerToken}`;
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  if (payload) headers['content-type'] = 'application/json';
   return new Promise((resolve, reject) => {
     const req = https.request(
       `${url}${path}`,
@@ -45,17 +51,22 @@ export function gatewayRequest(
         ...(auth.frontProxy ? { cert: fp.cert, key: fp.key } : {}),
       },
       (res) => {
-        let body = '';
+        let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => {
-          body += c;
+          text += c;
         });
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) }),
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: text,
+            json: () => JSON.parse(text),
+          }),
         );
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(payload);
   });
 }

@@ -48,15 +48,20 @@ export async function startSecondGateway(logName: string, flags: string[]): Prom
   child.once('exit', () => {
     exited = true;
   });
-  await waitFor(
-    `the gateway "${logName}" to be ready`,
-    async () => (await gatewayRequest('GET', '/readyz', {}, url)).status === 200,
-    {
-      failFast: () => {
-        if (exited) throw new Error(`gateway "${logName}" exited; see ${logFile}`);
+  try {
+    await waitFor(
+      `the gateway "${logName}" to be ready`,
+      async () => (await gatewayRequest('GET', '/readyz', {}, url)).status === 200,
+      {
+        failFast: () => {
+          if (exited) throw new Error(`gateway "${logName}" exited; see ${logFile}`);
+        },
       },
-    },
-  );
+    );
+  } catch (err) {
+    child.kill('SIGTERM');
+    throw err;
+  }
   return {
     url,
     process: child,

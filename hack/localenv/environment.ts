@@ -8,6 +8,7 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { type LocalAddon, startAddon } from './addon.ts';
 import { type LocalCluster, startApiserver, startControllerManager } from './apiserver.ts';
 import { startEtcd } from './etcd.ts';
 import { type LocalGateway, startGateway } from './gateway.ts';
@@ -22,6 +23,11 @@ export interface EnvironmentOptions {
   gateway?: boolean;
   /** Extra flags for the gateway. */
   gatewayArgs?: string[];
+  /**
+   * Install the addon: process runners on every cluster and the addon manager's Deployment on the
+   * hub (addon.ts). Off by default: e2e files that test the manager run their own.
+   */
+  addon?: boolean | { managerArgs?: string[] };
   log?: (line: string) => void;
 }
 
@@ -30,6 +36,7 @@ export interface Environment {
   hub: LocalCluster;
   managed: LocalCluster[];
   gateway?: LocalGateway;
+  addon?: LocalAddon;
   supervisor: Supervisor;
   stop(): Promise<void>;
 }
@@ -76,6 +83,15 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
       gateway = await startGateway(supervisor, hub, managed, stateDir, options.gatewayArgs);
       step(`cluster gateway serving on ${gateway.url}`);
     }
+    let addon: LocalAddon | undefined;
+    if (options.addon) {
+      step('installing the addon manager (Deployment on the hub, run by the process runners)');
+      const managerArgs = typeof options.addon === 'object' ? options.addon.managerArgs : undefined;
+      addon = await startAddon(hub, managed, stateDir, {
+        ...(managerArgs ? { args: managerArgs } : {}),
+        log,
+      });
+    }
     const state: EnvironmentState = {
       stateDir,
       hub: pick(hub),
@@ -88,8 +104,10 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
       hub,
       managed,
       ...(gateway ? { gateway } : {}),
+      ...(addon ? { addon } : {}),
       supervisor,
       stop: async () => {
+        await addon?.stop();
         for (const cluster of [hub, ...managed]) cluster.client.close();
         await supervisor.stop();
       },

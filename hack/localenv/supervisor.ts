@@ -80,14 +80,20 @@ export class Supervisor {
     void this.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   };
 
-  constructor(stateDir: string) {
+  /**
+   * `handleSignals: false` for a supervisor nested in a run that another one already ends on Ctrl-C
+   * (its children are still killed when the process exits).
+   */
+  constructor(stateDir: string, options: { handleSignals?: boolean } = {}) {
     this.logDir = path.join(stateDir, 'logs');
     this.#pidFile = path.join(stateDir, 'pids');
     mkdirSync(this.logDir, { recursive: true });
     killLeftovers(this.#pidFile);
     process.once('exit', this.#onExit);
-    process.once('SIGINT', this.#onSignal);
-    process.once('SIGTERM', this.#onSignal);
+    if (options.handleSignals ?? true) {
+      process.once('SIGINT', this.#onSignal);
+      process.once('SIGTERM', this.#onSignal);
+    }
   }
 
   get processes(): readonly ManagedProcess[] {

@@ -9,7 +9,9 @@
  * controller here.
  *
  * Processes share the machine's network: two Deployments must not listen
- * on the same port.
+ * on the same port, unless the runner remaps ports (`remapPorts`: each
+ * declared container port gets a free host port, rewritten in args, env and
+ * probes), which is how one Deployment runs on several managed clusters here.
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -20,6 +22,7 @@ import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
 import { StatusError } from '../../shared/kube/status.ts';
 import { writeKubeconfig } from '../localenv/kubeconfig.ts';
+import { freePort } from '../localenv/ports.ts';
 import type { ManagedProcess, Supervisor } from '../localenv/supervisor.ts';
 import {
   type Container,
@@ -45,6 +48,8 @@ export interface RunnerOptions {
   images: string[];
   pathMap: Record<string, string>;
   nodeExecutable?: string;
+  /** Give each declared container port a free host port (see above). */
+  remapPorts?: boolean;
   intervalMs?: number;
   log?: (line: string) => void;
 }
@@ -64,6 +69,8 @@ interface Running {
   nextStart: number;
   waitingFor?: string;
   reported?: string;
+  /** Container port -> host port, kept across restarts of this pod. */
+  portMap?: Map<number, number>;
 }
 
 export class DeploymentRunner {
@@ -129,6 +136,12 @@ export class DeploymentRunner {
     }
     if (!r) {
       r = { hash, ready: false, restarts: 0, nextStart: 0 };
+      if (this.#o.remapPorts) {
+        r.portMap = new Map();
+        for (const p of d.spec.template.spec.containers[0]?.ports ?? []) {
+          r.portMap.set(p.containerPort, await freePort());
+        }
+      }
       this.#running.set(k, r);
     }
     const podDir = path.join(
@@ -139,7 +152,7 @@ export class DeploymentRunner {
       d.metadata.name,
     );
     try {
-      const spec = await this.#translate(d, podDir);
+      const spec = await this.#translate(d, podDir, r.portMap);
       r.waitingFor = undefined;
       writeVolumes(podDir, spec); // keeps mounted Secrets current, as the kubelet does
       if (r.process?.exit) {
@@ -165,7 +178,9 @@ export class DeploymentRunner {
         r.spec = spec;
         this.#o.log?.(`[runner ${this.#o.clusterName}] started ${k} (pid ${r.process.pid})`);
       }
-      if (r.process && !r.process.exit) r.ready = await probeReady(d.spec.template.spec.containers[0]!);
+      if (r.process && !r.process.exit) {
+        r.ready = await probeReady(d.spec.template.spec.containers[0]!, spec.ports);
+      }
     } catch (err) {
       if (!(err instanceof MissingReference)) throw err;
       r.waitingFor = err.message; // like ContainerCreating: wait for the Secret to appear
@@ -173,7 +188,7 @@ export class DeploymentRunner {
     await this.#reportStatus(d, r);
   }
 
-  async #translate(d: Deployment, podDir: string): Promise<LocalProcessSpec> {
+  async #translate(d: Deployment, podDir: string, portMap?: Map<number, number>): Promise<LocalProcessSpec> {
     const template = d.spec.template;
     const objects: ResolvedObjects = { secrets: new Map(), configMaps: new Map() };
     const ns = d.metadata.namespace;
@@ -212,6 +227,7 @@ export class DeploymentRunner {
       podDir,
       pathMap: this.#o.pathMap,
       nodeExecutable: this.#o.nodeExecutable ?? process.execPath,
+      ...(portMap ? { portMap } : {}),
     });
   }
 
@@ -321,11 +337,12 @@ function writeVolumes(podDir: string, spec: LocalProcessSpec): void {
 }
 
 /** Readiness like the kubelet's: HTTP(S) GET 200-399 or a TCP connect; no probe means ready once started. */
-async function probeReady(container: Container): Promise<boolean> {
+async function probeReady(container: Container, ports: Map<number, number>): Promise<boolean> {
   const probe = container.readinessProbe;
   if (!probe) return true;
+  const hostPort = (port: number) => ports.get(port) ?? port;
   if (probe.tcpSocket) {
-    const port = probePort(container, probe.tcpSocket.port);
+    const port = hostPort(probePort(container, probe.tcpSocket.port));
     return new Promise((resolve) => {
       const socket = net.connect(port, '127.0.0.1', () => {
         socket.destroy();
@@ -335,7 +352,7 @@ async function probeReady(container: Container): Promise<boolean> {
     });
   }
   if (probe.httpGet) {
-    const port = probePort(container, probe.httpGet.port);
+    const port = hostPort(probePort(container, probe.httpGet.port));
     const secure = probe.httpGet.scheme === 'HTTPS';
     const url = `${secure ? 'https' : 'http'}://127.0.0.1:${port}${probe.httpGet.path ?? '/'}`;
     return new Promise((resolve) => {

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MissingReference, type PodTemplate, rewritePaths, templateHash, translatePod } from './pod-spec.ts';
+import {
+  MissingReference,
+  type PodTemplate,
+  rewritePaths,
+  rewritePorts,
+  templateHash,
+  translatePod,
+} from './pod-spec.ts';
 
 const template: PodTemplate = {
   spec: {
@@ -84,4 +91,37 @@ test('the template hash changes with the template only', () => {
   assert.equal(templateHash(copy), templateHash(template));
   copy.spec.containers[0]!.args = ['--changed'];
   assert.notEqual(templateHash(copy), templateHash(template));
+});
+
+test('remapped ports: declared container ports are rewritten where a value ends with them', () => {
+  const ports = new Map([[8080, 23456]]);
+  assert.equal(rewritePorts('--port=8080', ports), '--port=23456');
+  assert.equal(rewritePorts('0.0.0.0:8080', ports), '0.0.0.0:23456');
+  assert.equal(rewritePorts('8080', ports), '23456');
+  assert.equal(rewritePorts('--port=80801', ports), '--port=80801');
+  assert.equal(rewritePorts('--renew-interval=5', ports), '--renew-interval=5');
+  assert.equal(rewritePorts('/etc/8080/x', ports), '/etc/8080/x');
+  const spec = translatePod({
+    template: {
+      spec: {
+        containers: [
+          {
+            name: 'agent',
+            command: ['node', 'main.ts', '--port=8080'],
+            env: [{ name: 'PORT', value: '8080' }],
+            ports: [{ name: 'http', containerPort: 8080 }],
+          },
+        ],
+      },
+    },
+    pod,
+    objects: { secrets: new Map(), configMaps: new Map() },
+    podDir: '/state/pod',
+    pathMap: {},
+    nodeExecutable: 'node',
+    portMap: ports,
+  });
+  assert.deepEqual(spec.args, ['main.ts', '--port=23456']);
+  assert.equal(spec.env.PORT, '23456');
+  assert.equal(spec.ports.get(8080), 23456);
 });

@@ -8,7 +8,11 @@
  * - every volume mount path (say /etc/hub) is replaced, in args and env
  *   values, by a private directory holding that volume's files;
  * - image paths named in `pathMap` (say /app -> the repository) and the
- *   `node` executable (-> the Node that runs the tests) are mapped.
+ *   `node` executable (-> the Node that runs the tests) are mapped;
+ * - optionally (`portMap`), each declared container port gets a host port of
+ *   its own, rewritten in args and env (`--port=8080` -> `--port=23456`), as
+ *   a pod's own network namespace would allow: the same Deployment on two
+ *   managed clusters then runs twice on this one machine.
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
@@ -73,6 +77,8 @@ export interface LocalProcessSpec {
   volumes: Map<string, Map<string, string>>;
   /** Directory standing in for each mount path. */
   mounts: { mountPath: string; localPath: string }[];
+  /** Container port -> host port, when ports are remapped. */
+  ports: Map<number, number>;
 }
 
 export class MissingReference extends Error {}
@@ -87,6 +93,8 @@ export interface TranslateOptions {
   pathMap: Record<string, string>;
   /** Executable to use for a container command of `node`. */
   nodeExecutable: string;
+  /** Container port -> host port; absent: processes bind the declared ports themselves. */
+  portMap?: Map<number, number>;
 }
 
 export function translatePod(options: TranslateOptions): LocalProcessSpec {
@@ -114,7 +122,8 @@ export function translatePod(options: TranslateOptions): LocalProcessSpec {
     if (!volumes.has(m.name)) throw new Error(`volumeMount "${m.name}" names no volume of the pod`);
   }
 
-  const rewrite = (value: string) => rewritePaths(value, mounts, options.pathMap);
+  const ports = options.portMap ?? new Map<number, number>();
+  const rewrite = (value: string) => rewritePorts(rewritePaths(value, mounts, options.pathMap), ports);
   const env: Record<string, string> = {};
   for (const v of container.env ?? []) {
     const value = envValue(v, pod, objects);
@@ -122,7 +131,14 @@ export function translatePod(options: TranslateOptions): LocalProcessSpec {
   }
   const [first, ...rest] = argv.map(rewrite);
   const command = first === 'node' ? options.nodeExecutable : (first as string);
-  return { command, args: rest, env, volumes, mounts };
+  return { command, args: rest, env, volumes, mounts, ports };
+}
+
+/** Replaces a mapped port where a value ends with it: `--port=8080`, `0.0.0.0:8080`, `8080`. */
+export function rewritePorts(value: string, ports: Map<number, number>): string {
+  const m = /^(.*[=:])?(\d+)$/.exec(value);
+  const port = m ? ports.get(Number(m[2])) : undefined;
+  return port === undefined ? value : `${m?.[1] ?? ''}${port}`;
 }
 
 /** Replaces mount paths and mapped image paths at the start of any path-like token. */

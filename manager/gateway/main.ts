@@ -4,6 +4,7 @@
  * clusters. Run: node manager/gateway/main.ts --help
  */
 import pino from 'pino';
+import { optionsOrExit } from '../../shared/cli-flags.ts';
 import type { KubeObject } from '../../shared/kube/client.ts';
 import { KubeClient } from '../../shared/kube/client.ts';
 import { Informer } from '../../shared/kube/informer.ts';
@@ -21,25 +22,13 @@ import { SecretSource } from './clusters/secret-source.ts';
 import { HealthAnnotationStore } from './health/annotation-store.ts';
 import { HealthProber } from './health/prober.ts';
 import { enableProcessMetrics, recordProxiedRequest, setUpstreamConnectionsSource } from './metrics.ts';
-import { type GatewayOptions, helpText, OptionsError, parseOptions } from './options.ts';
+import { helpText, parseOptions } from './options.ts';
 import { createClusterProxy } from './proxy/index.ts';
 import { createConnectionPools } from './proxy/pool.ts';
 import { createRoutes } from './routes.ts';
 import { ServingEndpoint } from './serving.ts';
 
-let options: GatewayOptions;
-try {
-  const parsed = parseOptions(process.argv.slice(2));
-  if (parsed === 'help') {
-    console.log(helpText());
-    process.exit(0);
-  }
-  options = parsed;
-} catch (err) {
-  if (!(err instanceof OptionsError)) throw err;
-  console.error(`error: ${err.message}`);
-  process.exit(2);
-}
+const options = optionsOrExit(() => parseOptions(process.argv.slice(2)), helpText);
 
 // pino's default serializers never print request headers, so tokens and
 // certificates cannot reach the log through an error object either.

@@ -33,6 +33,8 @@ test('bad input gets an error that says what to fix', () => {
   assert.throws(() => parseOptions(['--tls-cert-file=a']), /must be given together/);
   assert.throws(() => parseOptions(['--no-such-flag']), /--help/);
   assert.throws(() => parseOptions(['--log-level=loud']), /log-level/);
+  // An empty number is a mistake, not 0 (which for --secure-port would mean any free port).
+  assert.throws(() => parseOptions(['--secure-port=']), /--secure-port: "" is not a whole number/);
 });
 
 test('--help documents every flag', () => {

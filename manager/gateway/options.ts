@@ -4,7 +4,16 @@
  * meaning; flags the original has that do not apply here are rejected with a
  * message that says so rather than silently ignored.
  */
-import { parseArgs } from 'node:util';
+import {
+  bool,
+  flagHelpLines,
+  integer,
+  OptionsError,
+  parseFlags,
+  logLevel as validLogLevel,
+} from '../../shared/cli-flags.ts';
+
+export { OptionsError };
 
 export interface GatewayOptions {
   securePort: number;
@@ -135,36 +144,13 @@ const flags = {
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
-export class OptionsError extends Error {}
-
 export function helpText(): string {
-  const lines = ['Usage: node manager/gateway/main.ts [flags]', '', 'Flags:'];
-  for (const [name, spec] of Object.entries(flags)) {
-    const def =
-      'default' in spec && spec.default !== '' && spec.type === 'string' ? ` (default ${spec.default})` : '';
-    lines.push(`  --${name}`.padEnd(30) + spec.help + def);
-  }
-  return lines.join('\n');
+  const usage = ['Usage: node manager/gateway/main.ts [flags]', '', 'Flags:'];
+  return [...usage, ...flagHelpLines(flags, 30)].join('\n');
 }
 
 export function parseOptions(argv: string[]): GatewayOptions | 'help' {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    const parsed = parseArgs({
-      args: bareBooleans(argv),
-      options: Object.fromEntries(
-        Object.entries(flags).map(([k, v]) => [
-          k,
-          { type: v.type, ...('default' in v ? { default: v.default } : {}) },
-        ]),
-      ) as Parameters<typeof parseArgs>[0] extends { options?: infer O } ? O : never,
-      strict: true,
-      allowPositionals: false,
-    });
-    values = parsed.values as Record<string, string | boolean | undefined>;
-  } catch (err) {
-    throw new OptionsError(`${(err as Error).message}\nRun with --help to see the flags.`);
-  }
+  const values = parseFlags(flags, argv);
   if (values.help) return 'help';
   const str = (k: string) => values[k] as string | undefined;
   const certFile = str('tls-cert-file');
@@ -172,10 +158,7 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
   if (Boolean(certFile) !== Boolean(keyFile)) {
     throw new OptionsError('--tls-cert-file and --tls-private-key-file must be given together');
   }
-  const logLevel = str('log-level') ?? 'info';
-  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(logLevel)) {
-    throw new OptionsError(`--log-level: "${logLevel}" is not one of trace, debug, info, warn, error, fatal`);
-  }
+  const logLevel = validLogLevel(str('log-level') ?? 'info');
   return {
     securePort: integer('secure-port', str('secure-port'), 0, 65535),
     bindAddress: str('bind-address') ?? '0.0.0.0',
@@ -203,21 +186,6 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
   };
 }
 
-/**
- * `--flag` alone means `--flag=true` for true/false flags, as with Go's
- * pflag; `--flag false` (a separate value) keeps working.
- */
-function bareBooleans(argv: string[]): string[] {
-  const booleans = new Set(
-    Object.entries(flags)
-      .filter(([, spec]) => 'default' in spec && (spec.default === 'true' || spec.default === 'false'))
-      .map(([name]) => `--${name}`),
-  );
-  return argv.map((arg, i) =>
-    booleans.has(arg) && !['true', 'false'].includes(argv[i + 1] ?? '') ? `${arg}=true` : arg,
-  );
-}
-
 export function parseFeatureGates(text: string): FeatureGates {
   const gates: FeatureGates = { HealthinessCheck: true, ClientIdentityPenetration: false };
   for (const part of text
@@ -235,18 +203,4 @@ export function parseFeatureGates(text: string): FeatureGates {
     if (gate !== 'cached') gates[gate] = on;
   }
   return gates;
-}
-
-function bool(name: string, value: string | undefined): boolean {
-  if (value === 'true' || value === '') return true;
-  if (value === 'false') return false;
-  throw new OptionsError(`--${name.replace(/^--/, '')}: "${value}" is not true or false`);
-}
-
-function integer(name: string, value: string | undefined, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new OptionsError(`--${name}: "${value}" is not a whole number between ${min} and ${max}`);
-  }
-  return n;
 }

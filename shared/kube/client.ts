@@ -9,7 +9,10 @@
  * APIs, server-side apply and watch streams alike, on one keep-alive agent.
  */
 import https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
+// Type only: client-node costs about 90 MB of RSS when loaded, so it is
+// imported lazily where a kubeconfig must be loaded with it (exec plugins,
+// in-cluster config); the agent builds its clients with fromConnection.
+import type { KubeConfig } from '@kubernetes/client-node';
 import { StatusError } from './status.ts';
 
 export interface KubeObject {
@@ -56,6 +59,7 @@ export class KubeClient {
 
   /** From a kubeconfig file, or the default chain (KUBECONFIG, ~/.kube/config, in-cluster). */
   static async fromKubeconfig(path?: string): Promise<KubeClient> {
+    const { KubeConfig } = await import('@kubernetes/client-node');
     const kc = new KubeConfig();
     if (path) kc.loadFromFile(path);
     else kc.loadFromDefault();
@@ -68,6 +72,11 @@ export class KubeClient {
     const options: https.RequestOptions = {};
     await kc.applyToHTTPSOptions(options);
     return new KubeClient(cluster.server, options);
+  }
+
+  /** From a server URL and ready TLS/auth options (ca, cert, key, headers.authorization). */
+  static fromConnection(server: string, options: https.RequestOptions): KubeClient {
+    return new KubeClient(server, options);
   }
 
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {

@@ -2,15 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http, { type ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
-import {
-  clusterTarget,
-  constEndpoint,
-  PROXY_PREFIX,
-  startFront,
-  startUpstream,
-  type TestServer,
-} from './test-kit.ts';
+import { PROXY_PREFIX, type ProxyFixture, proxyTo, startUpstream, type TestServer } from './test-kit.ts';
 
 /** A controllable watch on the upstream: the test decides when each event is sent. */
 interface OpenWatch {
@@ -23,8 +15,7 @@ describe('streaming responses', { timeout: 5000 }, () => {
   const watches: OpenWatch[] = [];
   let waiting: ((w: OpenWatch) => void) | undefined;
   let upstream: TestServer;
-  let front: TestServer;
-  let proxy: ClusterProxy;
+  let gateway: ProxyFixture;
 
   const nextWatch = () => new Promise<OpenWatch>((resolve) => (waiting = resolve));
 
@@ -43,22 +34,16 @@ describe('streaming responses', { timeout: 5000 }, () => {
       watches.push(watch);
       waiting?.(watch);
     });
-    const target = clusterTarget('c1', await constEndpoint(upstream.port));
-    proxy = createClusterProxy();
-    front = await startFront(proxy, () => target);
+    gateway = await proxyTo(upstream);
   });
 
-  after(async () => {
-    await front.close();
-    proxy.close();
-    await upstream.close();
-  });
+  after(() => gateway.close());
 
   /** Opens a request through the gateway and yields its response once headers arrive. */
   function open(path: string): { req: http.ClientRequest; response: Promise<http.IncomingMessage> } {
     const req = http.get({
       host: '127.0.0.1',
-      port: front.port,
+      port: gateway.front.port,
       path: PROXY_PREFIX + 'c1/proxy' + path,
       agent: false,
     });
@@ -115,14 +100,14 @@ describe('streaming responses', { timeout: 5000 }, () => {
     const res = await response;
     watch.res.write('{"type":"ADDED"}\n');
     await nextChunk(res);
-    assert.equal(proxy.stats().inflightRequests, 1);
+    assert.equal(gateway.proxy.stats().inflightRequests, 1);
 
     const started = Date.now();
     req.destroy();
     await watch.closed;
     assert.ok(Date.now() - started < 1000, 'upstream saw the close within 1 s');
     await new Promise((r) => setTimeout(r, 20));
-    assert.equal(proxy.stats().inflightRequests, 0);
+    assert.equal(gateway.proxy.stats().inflightRequests, 0);
   });
 
   it('aborts the upstream request when the caller leaves before any response', async () => {
@@ -132,6 +117,6 @@ describe('streaming responses', { timeout: 5000 }, () => {
     req.destroy();
     await watch.closed;
     await new Promise((r) => setTimeout(r, 20));
-    assert.equal(proxy.stats().inflightRequests, 0);
+    assert.equal(gateway.proxy.stats().inflightRequests, 0);
   });
 });

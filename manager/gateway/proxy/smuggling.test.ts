@@ -8,14 +8,12 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
 import {
-  clusterTarget,
-  constEndpoint,
   headerValues,
   PROXY_PREFIX,
+  type ProxyFixture,
+  proxyTo,
   send,
-  startFront,
   startUpstream,
   type TestServer,
 } from './test-kit.ts';
@@ -42,8 +40,7 @@ function rawExchange(port: number, bytes: string): Promise<string> {
 describe('request smuggling through the proxy', { timeout: 10_000 }, () => {
   const seen: Seen[] = [];
   let upstream: TestServer;
-  let front: TestServer;
-  let proxy: ClusterProxy;
+  let gateway: ProxyFixture;
 
   before(async () => {
     upstream = await startUpstream((req: IncomingMessage, res) => {
@@ -61,15 +58,9 @@ describe('request smuggling through the proxy', { timeout: 10_000 }, () => {
       });
     });
     // One connection to the cluster, so every request shares it as on a busy pool.
-    proxy = createClusterProxy();
-    const target = clusterTarget('c1', await constEndpoint(upstream.port));
-    front = await startFront(proxy, (name) => (name === 'c1' ? target : undefined));
+    gateway = await proxyTo(upstream);
   });
-  after(async () => {
-    proxy.close();
-    await front.close();
-    await upstream.close();
-  });
+  after(() => gateway.close());
   beforeEach(() => {
     seen.length = 0;
   });
@@ -91,12 +82,12 @@ describe('request smuggling through the proxy', { timeout: 10_000 }, () => {
           ? `${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`
           : smuggled;
       const answer = await rawExchange(
-        front.port,
+        gateway.front.port,
         `${method} ${PROXY_PREFIX}c1/proxy/version HTTP/1.1\r\nHost: gw\r\n${framing}\r\n${body}`,
       );
       assert.match(answer, /^HTTP\/1\.1 200/);
       // The next request on the same pooled connection arrives intact, with the credential.
-      const next = await send(front.port, `${PROXY_PREFIX}c1/proxy/api/v1/namespaces`);
+      const next = await send(gateway.front.port, `${PROXY_PREFIX}c1/proxy/api/v1/namespaces`);
       assert.equal(next.status, 200);
       assert.deepEqual(
         seen.map((s) => `${s.method} ${s.url}`),
@@ -109,7 +100,7 @@ describe('request smuggling through the proxy', { timeout: 10_000 }, () => {
 
   it('refuses a Transfer-Encoding other than chunked with 501 and sends nothing', async () => {
     const answer = await rawExchange(
-      front.port,
+      gateway.front.port,
       `POST ${PROXY_PREFIX}c1/proxy/api/v1/namespaces HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n1\r\nx\r\n0\r\n\r\n`,
     );
     assert.match(answer, /^HTTP\/1\.1 501/);
@@ -120,8 +111,7 @@ describe('request smuggling through the proxy', { timeout: 10_000 }, () => {
 
 describe('upgrade requests and the connection pool', { timeout: 10_000 }, () => {
   let upstream: TestServer;
-  let front: TestServer;
-  let proxy: ClusterProxy;
+  let gateway: ProxyFixture;
   let upgradesSeen = 0;
 
   before(async () => {
@@ -135,23 +125,17 @@ describe('upgrade requests and the connection pool', { timeout: 10_000 }, () => 
       upgradesSeen++;
       socket.write('HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nno');
     });
-    proxy = createClusterProxy();
-    const target = clusterTarget('c1', await constEndpoint(upstream.port));
-    front = await startFront(proxy, (name) => (name === 'c1' ? target : undefined));
+    gateway = await proxyTo(upstream);
   });
-  after(async () => {
-    proxy.close();
-    await front.close();
-    await upstream.close();
-  });
+  after(() => gateway.close());
 
   it('does not pool the connection of a refused upgrade', async () => {
     const refused = await rawExchange(
-      front.port,
+      gateway.front.port,
       `GET ${PROXY_PREFIX}c1/proxy/api/v1/namespaces/default/pods/p/exec HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`,
     );
     assert.match(refused, /^HTTP\/1\.1 403/);
-    const next = await send(front.port, `${PROXY_PREFIX}c1/proxy/version`);
+    const next = await send(gateway.front.port, `${PROXY_PREFIX}c1/proxy/version`);
     assert.equal(next.status, 200);
     assert.equal(next.body, 'plain');
   });
@@ -159,7 +143,7 @@ describe('upgrade requests and the connection pool', { timeout: 10_000 }, () => 
   it('refuses an upgrade that declares a body, without contacting the cluster', async () => {
     const before = upgradesSeen;
     const answer = await rawExchange(
-      front.port,
+      gateway.front.port,
       `POST ${PROXY_PREFIX}c1/proxy/api/v1/namespaces/default/pods/p/exec HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nContent-Length: 5\r\n\r\nhello`,
     );
     assert.match(answer, /^HTTP\/1\.1 400/);

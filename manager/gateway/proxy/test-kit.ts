@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createCertificateAuthority, type KeyPair } from '../../../shared/pki.ts';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget, ConstEndpoint, Credential, Endpoint } from '../clusters/cluster.ts';
-import type { ClusterProxy } from './cluster-proxy.ts';
+import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
 import { parseProxyPath } from './path.ts';
 
 export const PROXY_PREFIX = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/';
@@ -111,6 +111,29 @@ export function startFront(
     proxy.handleUpgrade(req, socket, head, target, parsed.upstreamPath, identity?.(req));
   });
   return listen(server);
+}
+
+export interface ProxyFixture {
+  proxy: ClusterProxy;
+  front: TestServer;
+  /** Closes the front server, the proxy and the upstream. */
+  close(): Promise<void>;
+}
+
+/** A fresh ClusterProxy behind a front server whose one cluster, "c1", is `upstream` (Const endpoint). */
+export async function proxyTo(upstream: TestServer): Promise<ProxyFixture> {
+  const proxy = createClusterProxy();
+  const target = clusterTarget('c1', await constEndpoint(upstream.port));
+  const front = await startFront(proxy, (name) => (name === 'c1' ? target : undefined));
+  return {
+    proxy,
+    front,
+    close: async () => {
+      await front.close();
+      proxy.close();
+      await upstream.close();
+    },
+  };
 }
 
 export function clusterTarget(

@@ -4,14 +4,12 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
 import {
-  clusterTarget,
-  constEndpoint,
   eventually,
   headerValues,
   PROXY_PREFIX,
-  startFront,
+  type ProxyFixture,
+  proxyTo,
   startUpstream,
   type TestServer,
 } from './test-kit.ts';
@@ -43,8 +41,7 @@ const { WebSocket, WebSocketServer } = createRequire(import.meta.url)('ws') as W
 
 describe('WebSocket upgrades', { timeout: 5000 }, () => {
   let upstream: TestServer;
-  let front: TestServer;
-  let proxy: ClusterProxy;
+  let gateway: ProxyFixture;
   let lastUpgrade: http.IncomingMessage | undefined;
   let upstreamClosed = 0;
   const wss = new WebSocketServer({
@@ -71,23 +68,19 @@ describe('WebSocket upgrades', { timeout: 5000 }, () => {
         ws.on('close', () => upstreamClosed++);
       });
     });
-    const target = clusterTarget('c1', await constEndpoint(upstream.port));
-    proxy = createClusterProxy();
-    front = await startFront(proxy, () => target);
+    gateway = await proxyTo(upstream);
   });
 
   after(async () => {
     wss.close();
-    await front.close();
-    proxy.close();
-    await upstream.close();
+    await gateway.close();
   });
 
   it('round-trips a kubectl exec WebSocket with its subprotocol', async () => {
     const path =
       '/api/v1/namespaces/default/pods/p/exec?command=sh&command=-c&stdin=true&stdout=true&tty=false';
     const ws = new WebSocket(
-      `ws://127.0.0.1:${front.port}${PROXY_PREFIX}c1/proxy${path}`,
+      `ws://127.0.0.1:${gateway.front.port}${PROXY_PREFIX}c1/proxy${path}`,
       ['v5.channel.k8s.io', 'v4.channel.k8s.io'],
       { headers: { Authorization: 'Bearer hub-token', 'Impersonate-User': 'evil' } },
     );
@@ -110,16 +103,16 @@ describe('WebSocket upgrades', { timeout: 5000 }, () => {
     await eventually(() => replies.length === 2);
     assert.deepEqual(replies[0], Buffer.from([1, ...Buffer.from('echo hi\n')]));
     assert.equal(replies[1]!.length, 100_000);
-    assert.equal(proxy.stats().openUpgrades, 1);
+    assert.equal(gateway.proxy.stats().openUpgrades, 1);
 
     ws.close();
-    await eventually(() => upstreamClosed === 1 && proxy.stats().openUpgrades === 0);
+    await eventually(() => upstreamClosed === 1 && gateway.proxy.stats().openUpgrades === 0);
   });
 
   it('relays a refused upgrade verbatim so kubectl can fall back to SPDY', async () => {
     const req = http.request({
       host: '127.0.0.1',
-      port: front.port,
+      port: gateway.front.port,
       path: `${PROXY_PREFIX}c1/proxy/api/v1/namespaces/forbidden/pods/p/exec?command=ls`,
       headers: {
         Connection: 'Upgrade',

@@ -1,0 +1,132 @@
+/**
+ * The addon agent, one per managed cluster: renews Lease <addon> in its
+ * install namespace (what a klusterlet in Lease mode reads) and the hub
+ * heartbeat Lease <addon> in its cluster namespace (what the manager reads),
+ * only while it is healthy. Run: node agent/main.ts --help
+ *
+ * Memory matters here (it runs on every managed cluster, often on edge
+ * nodes): nothing below may import @kubernetes/client-node or prom-client
+ * (docs/benchmarks.md has the figures).
+ */
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import pino from 'pino';
+import { optionsOrExit } from '../shared/cli-flags.ts';
+import { createAgentServer } from './http.ts';
+import { type Connection, loadInCluster, loadKubeconfig } from './kubeconfig.ts';
+import { AgentMetrics } from './metrics.ts';
+import { type AgentOptions, helpText, parseOptions } from './options.ts';
+import { ReloadingClient } from './reloading-client.ts';
+import { Renewer } from './renewer.ts';
+import { serviceAccountOwner } from './service-account.ts';
+
+const readOptional = (file: string): string | undefined => {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+};
+const options: AgentOptions = optionsOrExit(
+  () => parseOptions(process.argv.slice(2), { env: process.env, readFile: readOptional }),
+  helpText,
+);
+
+// Log lines carry names and reasons only: no kubeconfig, token or key is ever passed to the logger.
+const log = pino({
+  level: options.logLevel,
+  base: { component: 'cluster-gateway-agent', cluster: options.clusterName },
+});
+const metrics = new AgentMetrics();
+
+/** The expiry of a connection's client certificate, for the metrics. */
+const notAfter = (c: Connection) =>
+  typeof c.options.cert === 'string'
+    ? Math.floor(Date.parse(new X509Certificate(c.options.cert).validTo) / 1000)
+    : undefined;
+
+const hub = new ReloadingClient({
+  load: () => loadKubeconfig(options.hubKubeconfig),
+  onConnection: (c) => metrics.setCertificateNotAfter('hub', notAfter(c)),
+  onReload: () => {
+    metrics.credentialReloaded('hub');
+    log.info({ file: options.hubKubeconfig }, 'hub credential changed: using it from now on');
+  },
+});
+const spokeKubeconfig = options.kubeconfig ?? process.env.KUBECONFIG?.split(':')[0];
+const loadSpoke = (): Connection => (spokeKubeconfig ? loadKubeconfig(spokeKubeconfig) : loadInCluster());
+const spoke = new ReloadingClient({
+  load: loadSpoke,
+  onConnection: (c) => metrics.setCertificateNotAfter('spoke', notAfter(c)),
+  onReload: () => {
+    metrics.credentialReloaded('spoke');
+    log.info({}, 'managed cluster credential changed: using it from now on');
+  },
+});
+
+const holderIdentity = process.env.POD_NAME || hostname();
+// leaseDurationSeconds: twice the longest wait between two renewals, so a Lease older than that missed one.
+const leaseDurationSeconds = Math.ceil(2 * options.renewIntervalSeconds * (1 + options.renewJitter) || 1);
+const renewer = new Renewer({
+  hub: () => hub.get(),
+  spoke: () => spoke.get(),
+  hubLease: { namespace: options.clusterName, name: options.addonName, holderIdentity, leaseDurationSeconds },
+  spokeLease: {
+    namespace: options.installNamespace,
+    name: options.addonName,
+    holderIdentity,
+    leaseDurationSeconds,
+  },
+  spokeOwner: () => serviceAccountOwner(spoke.connection?.token, options.installNamespace),
+  intervalMs: options.renewIntervalSeconds * 1000,
+  jitter: options.renewJitter,
+  metrics,
+  log,
+});
+
+const server = createAgentServer(
+  {
+    live: () => {
+      // A round may take its request timeout; three missed rounds mean the loop is stuck.
+      const limit = 3 * (renewer.maxIntervalMs + renewer.requestTimeoutMs);
+      const age = Date.now() - renewer.lastRoundAt;
+      return age <= limit
+        ? { ok: true, message: 'ok' }
+        : { ok: false, message: `renewal loop stuck: last round ${Math.round(age / 1000)} s ago` };
+    },
+    ready: () => renewer.health,
+  },
+  metrics,
+);
+server.listen(options.port, options.bindAddress, () => {
+  const address = server.address();
+  log.info(
+    {
+      port: typeof address === 'object' && address ? address.port : options.port,
+      hubLease: `${options.clusterName}/${options.addonName}`,
+      spokeLease: `${options.installNamespace}/${options.addonName}`,
+      intervalSeconds: options.renewIntervalSeconds,
+      jitter: options.renewJitter,
+    },
+    'agent started',
+  );
+});
+server.on('error', (err) => {
+  log.fatal({ err: err.message }, 'cannot serve /healthz, /readyz and /metrics');
+  process.exit(1);
+});
+
+const stop = new AbortController();
+const loop = renewer.run(stop.signal);
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, async () => {
+    log.info({ signal }, 'stopping');
+    stop.abort();
+    server.close();
+    await loop;
+    hub.close();
+    spoke.close();
+    process.exit(0);
+  });
+}

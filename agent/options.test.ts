@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  defaultHubKubeconfig,
+  defaultInstallNamespace,
+  type Environment,
+  OptionsError,
+  parseOptions,
+} from './options.ts';
+
+const none: Environment = { env: {}, readFile: () => undefined };
+
+test('defaults: OCM mount path, default install namespace, 5 s renewals with 20 % jitter', () => {
+  assert.deepEqual(parseOptions(['--cluster-name=cluster1'], none), {
+    clusterName: 'cluster1',
+    addonName: 'cluster-gateway',
+    installNamespace: defaultInstallNamespace,
+    hubKubeconfig: defaultHubKubeconfig,
+    renewIntervalSeconds: 5,
+    renewJitter: 0.2,
+    bindAddress: '0.0.0.0',
+    port: 8080,
+    logLevel: 'info',
+  });
+});
+
+test('install namespace: flag, then POD_NAMESPACE, then the ServiceAccount namespace file', () => {
+  const file = { env: {}, readFile: () => 'from-file\n' };
+  const env = { env: { POD_NAMESPACE: 'from-env' }, readFile: () => 'from-file\n' };
+  const opts = (argv: string[], e: Environment) => parseOptions(['--cluster-name=c1', ...argv], e);
+  assert.equal((opts([], file) as { installNamespace: string }).installNamespace, 'from-file');
+  assert.equal((opts([], env) as { installNamespace: string }).installNamespace, 'from-env');
+  assert.equal(
+    (opts(['--install-namespace=from-flag'], env) as { installNamespace: string }).installNamespace,
+    'from-flag',
+  );
+});
+
+test('bad input names the flag and what to fix', () => {
+  const cases: [string[], RegExp][] = [
+    [[], /--cluster-name is required/],
+    [['--cluster-name=Bad_Name'], /--cluster-name: "Bad_Name"/],
+    [['--cluster-name=c1', '--renew-interval=0'], /--renew-interval: "0" is not a number between 0.1/],
+    [['--cluster-name=c1', '--renew-interval='], /--renew-interval/],
+    [['--cluster-name=c1', '--renew-jitter=-1'], /--renew-jitter/],
+    [['--cluster-name=c1', '--port=70000'], /--port/],
+    [['--cluster-name=c1', '--log-level=loud'], /--log-level/],
+    [['--cluster-name=c1', '--unknown=1'], /Unknown option '--unknown'[\s\S]*--help/],
+  ];
+  for (const [argv, message] of cases) {
+    assert.throws(
+      () => parseOptions(argv, none),
+      (err: Error) => {
+        assert.ok(err instanceof OptionsError);
+        assert.match(err.message, message);
+        return true;
+      },
+    );
+  }
+});
+
+test('--help', () => {
+  assert.equal(parseOptions(['--help'], none), 'help');
+});

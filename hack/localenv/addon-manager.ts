@@ -1,0 +1,198 @@
+/**
+ * The addon manager as the local environment installs it on the hub: a
+ * Deployment (run by the process runner, hack/runner) with its own
+ * ServiceAccount and the least RBAC for what its controllers do. One place
+ * on purpose: the install issue turns exactly this into the chart.
+ *
+ * Every rule names the code that needs it (manager/addon/...):
+ * - informers (list, watch): main.ts;
+ * - ClusterManagementAddOn and the default AddOnDeploymentConfig: cma/cma-controller.ts;
+ * - ManifestWork addon-<addon>-deploy-0: deploy/deploy-controller.ts (server-side apply, delete);
+ * - ManagedClusterAddOn status (conditions, registrations, namespace): status.ts,
+ *   health/health-controller.ts, registration/registration-controller.ts;
+ * - CSR approval for the kube-apiserver-client signer: registration/csr-approver.ts;
+ * - the agent's hub Role, RoleBinding and heartbeat Lease in each cluster namespace:
+ *   registration/registration-controller.ts. RBAC lets a subject grant only what it
+ *   holds, so the manager holds the Lease verbs it grants (get, update, patch);
+ * - leader election over a Lease in its own namespace: leader-election.ts;
+ * - the LeaseNotFound webhook's MutatingWebhookConfiguration: health/lease-not-found-webhook.ts.
+ */
+import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+
+/** Image prefix of this project's images: the process runners run Deployments whose image starts with it. */
+export const imagePrefix = 'ghcr.io/oam-dev/cluster-gateway-ts';
+export const localImage = `${imagePrefix}:local`;
+export const managerNamespace = 'cluster-gateway-system';
+const managerName = 'cluster-gateway-addon-manager';
+const fieldManager = 'cluster-gateway-localenv';
+
+export interface ManagerSettings {
+  addonName?: string;
+  /** Extra flags, e.g. --health-mode=Lease. */
+  args?: string[];
+}
+
+export function addonManagerManifests(settings: ManagerSettings = {}): KubeObject[] {
+  const addon = settings.addonName ?? 'cluster-gateway';
+  const labels = { 'app.kubernetes.io/name': managerName, 'app.kubernetes.io/part-of': 'cluster-gateway' };
+  const meta = (name: string, namespaced = true) => ({
+    name,
+    ...(namespaced ? { namespace: managerNamespace } : {}),
+    labels,
+  });
+  const readWatch = ['get', 'list', 'watch'];
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: managerNamespace, labels } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(managerName) },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: meta(managerName, false),
+      rules: [
+        {
+          apiGroups: ['addon.open-cluster-management.io'],
+          resources: ['managedclusteraddons', 'addondeploymentconfigs'],
+          verbs: readWatch,
+        },
+        {
+          apiGroups: ['addon.open-cluster-management.io'],
+          resources: ['clustermanagementaddons'],
+          verbs: [...readWatch, 'create'],
+        },
+        {
+          apiGroups: ['addon.open-cluster-management.io'],
+          resources: ['clustermanagementaddons'],
+          resourceNames: [addon],
+          verbs: ['patch', 'update'],
+        },
+        {
+          apiGroups: ['addon.open-cluster-management.io'],
+          resources: ['managedclusteraddons/status'],
+          verbs: ['patch', 'update'],
+        },
+        {
+          apiGroups: ['work.open-cluster-management.io'],
+          resources: ['manifestworks'],
+          verbs: [...readWatch, 'create', 'patch', 'update', 'delete'],
+        },
+        {
+          apiGroups: ['cluster.open-cluster-management.io'],
+          resources: ['managedclusters'],
+          verbs: readWatch,
+        },
+        { apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways'], verbs: readWatch },
+        { apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests'], verbs: readWatch },
+        {
+          apiGroups: ['certificates.k8s.io'],
+          resources: ['certificatesigningrequests/approval'],
+          verbs: ['update'],
+        },
+        {
+          apiGroups: ['certificates.k8s.io'],
+          resources: ['signers'],
+          resourceNames: ['kubernetes.io/kube-apiserver-client'],
+          verbs: ['approve'],
+        },
+        // Heartbeat Leases in cluster namespaces (and, through the Role below, the leader-election Lease).
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          verbs: [...readWatch, 'create', 'update', 'patch'],
+        },
+        {
+          apiGroups: ['rbac.authorization.k8s.io'],
+          resources: ['roles', 'rolebindings'],
+          verbs: ['get', 'create', 'patch', 'update'],
+        },
+        {
+          apiGroups: ['admissionregistration.k8s.io'],
+          resources: ['mutatingwebhookconfigurations'],
+          verbs: ['create'],
+        },
+        {
+          apiGroups: ['admissionregistration.k8s.io'],
+          resources: ['mutatingwebhookconfigurations'],
+          resourceNames: [`${addon}-addon-available`],
+          verbs: ['get', 'patch', 'update', 'delete'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: meta(managerName, false),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: managerName },
+      subjects: [{ kind: 'ServiceAccount', name: managerName, namespace: managerNamespace }],
+    },
+    // The default AddOnDeploymentConfig lives in the manager's namespace; it creates it there only.
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: meta(managerName),
+      rules: [
+        {
+          apiGroups: ['addon.open-cluster-management.io'],
+          resources: ['addondeploymentconfigs'],
+          verbs: ['create'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: meta(managerName),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: managerName },
+      subjects: [{ kind: 'ServiceAccount', name: managerName, namespace: managerNamespace }],
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: meta(managerName),
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { 'app.kubernetes.io/name': managerName } },
+        template: {
+          metadata: { labels },
+          spec: {
+            serviceAccountName: managerName,
+            containers: [
+              {
+                name: 'manager',
+                image: localImage,
+                command: ['node', '/app/manager/addon/main.ts'],
+                args: [
+                  `--addon-name=${addon}`,
+                  `--agent-image=${localImage}`,
+                  '--http-port=8000',
+                  // The LeaseNotFound webhook needs a serving address the hub apiserver reaches; not wired
+                  // in the local environment yet.
+                  '--webhook-port=0',
+                  ...(settings.args ?? []),
+                ],
+                env: [
+                  { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                ],
+                ports: [{ name: 'http', containerPort: 8000 }],
+                readinessProbe: { httpGet: { path: '/readyz', port: 'http' } },
+                livenessProbe: { httpGet: { path: '/healthz', port: 'http' } },
+              },
+            ],
+          },
+        },
+      },
+    },
+  ];
+}
+
+/** Applies the manager's manifests to the hub (server-side apply: re-running updates them). */
+export async function installAddonManager(hub: KubeClient, settings: ManagerSettings = {}): Promise<void> {
+  for (const obj of addonManagerManifests(settings)) await hub.apply(pathOf(obj), obj, fieldManager);
+}
+
+function pathOf(obj: KubeObject): string {
+  const [group, version] = obj.apiVersion?.includes('/') ? obj.apiVersion.split('/') : ['', obj.apiVersion];
+  const base = group ? `/apis/${group}/${version}` : `/api/${version}`;
+  const plural = `${obj.kind?.toLowerCase()}s`;
+  const ns = obj.metadata?.namespace ? `/namespaces/${obj.metadata.namespace}` : '';
+  return `${base}${ns}/${plural}/${obj.metadata?.name}`;
+}

@@ -1,0 +1,80 @@
+/**
+ * The addon in the local environment, installed the way a user's cluster
+ * runs it: a process runner (hack/runner, the kubelet here) on the hub and
+ * on every managed cluster; the addon manager's Deployment on the hub
+ * (addon-manager.ts); the agents from the ManifestWork that OCM's real work
+ * agent applies on each managed cluster once the addon is enabled.
+ *
+ * Ports are remapped per pod (hack/runner/pod-spec.ts): the agents of two
+ * managed clusters share this machine's network.
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { DeploymentRunner } from '../runner/deployment-runner.ts';
+import { imagePrefix, installAddonManager, type ManagerSettings } from './addon-manager.ts';
+import type { LocalCluster } from './apiserver.ts';
+import { repoRoot } from './binaries.ts';
+import { Supervisor } from './supervisor.ts';
+import { waitFor } from './wait.ts';
+
+export interface LocalAddon {
+  runners: DeploymentRunner[];
+  stop(): Promise<void>;
+}
+
+export async function startAddon(
+  hub: LocalCluster,
+  managed: LocalCluster[],
+  stateDir: string,
+  settings: ManagerSettings & { log?: (line: string) => void } = {},
+): Promise<LocalAddon> {
+  // What the image build does: fill Node's compile cache, so an agent whose Deployment sets
+  // NODE_COMPILE_CACHE=/app/.cache/node-compile-cache never loads the TypeScript stripper (~22 MB;
+  // docs/benchmarks.md, "Agent footprint").
+  execFileSync(process.execPath, [path.join(repoRoot, 'agent', 'main.ts'), '--help'], {
+    env: { ...process.env, NODE_COMPILE_CACHE: path.join(repoRoot, '.cache', 'node-compile-cache') },
+    stdio: 'ignore',
+  });
+  // The pods' own supervisor: a crashed agent is the runner's to restart (as a kubelet would), not a
+  // reason for the environment's watchdog (local-up.ts) to stop everything.
+  const supervisor = new Supervisor(path.join(stateDir, 'pods'), { handleSignals: false });
+  const runners = [hub, ...managed].map(
+    (cluster) =>
+      new DeploymentRunner({
+        clusterName: cluster.name,
+        client: cluster.client,
+        server: cluster.server,
+        caCert: cluster.pki.ca.cert,
+        supervisor,
+        stateDir: path.join(stateDir, 'runner'),
+        images: [imagePrefix],
+        pathMap: { '/app': repoRoot },
+        remapPorts: true,
+        intervalMs: 500,
+        ...(settings.log ? { log: settings.log } : {}),
+      }),
+  );
+  for (const runner of runners) runner.start();
+  const stop = async () => {
+    process.off('SIGINT', stopOnSignal);
+    process.off('SIGTERM', stopOnSignal);
+    await Promise.all(runners.map((r) => r.stop()));
+    await supervisor.stop();
+  };
+  // On Ctrl-C the runners stop first: they would otherwise restart pods while the apiservers go away.
+  const stopOnSignal = () => void stop();
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  await installAddonManager(hub.client, settings);
+  // `clusteradm addon enable` refuses an addon without its ClusterManagementAddOn: the manager creates it.
+  const addonName = settings.addonName ?? 'cluster-gateway';
+  await waitFor(
+    `the addon manager to declare ClusterManagementAddOn ${addonName}`,
+    () =>
+      hub.client.getOptional(
+        `/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/${addonName}`,
+      ),
+    { timeoutMs: 60_000 },
+  );
+  return { runners, stop };
+}

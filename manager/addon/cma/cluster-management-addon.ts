@@ -1,0 +1,73 @@
+/**
+ * The ClusterManagementAddOn and the default AddOnDeploymentConfig it
+ * points at. Pure builders.
+ *
+ * No `addon.open-cluster-management.io/lifecycle` annotation: OCM's own
+ * addon-manager then manages the addon's lifecycle, i.e. sets the owner of
+ * each ManagedClusterAddOn, resolves configs into status.configReferences,
+ * reports Progressing and, with installStrategy Placements, creates and
+ * deletes the ManagedClusterAddOns of the placed clusters. This manager
+ * reacts to those the same way as to `clusteradm addon enable`.
+ */
+import type { AddonDefinition } from '../addon.ts';
+import { deploymentConfigResource } from '../deploy/deployment-config.ts';
+import {
+  type AddOnDeploymentConfig,
+  addonApiVersion,
+  addonGroup,
+  type ClusterManagementAddOn,
+} from '../resources.ts';
+
+export function clusterManagementAddOn(
+  addon: Pick<
+    AddonDefinition,
+    'name' | 'displayName' | 'description' | 'installPlacements' | 'configNamespace' | 'defaultConfigName'
+  >,
+): ClusterManagementAddOn {
+  return {
+    apiVersion: addonApiVersion,
+    kind: 'ClusterManagementAddOn',
+    metadata: { name: addon.name },
+    spec: {
+      addOnMeta: { displayName: addon.displayName, description: addon.description },
+      supportedConfigs: [
+        {
+          group: addonGroup,
+          resource: deploymentConfigResource,
+          defaultConfig: { namespace: addon.configNamespace, name: addon.defaultConfigName },
+        },
+      ],
+      installStrategy:
+        addon.installPlacements.length === 0
+          ? { type: 'Manual' }
+          : {
+              type: 'Placements',
+              placements: addon.installPlacements.map((p) => ({
+                namespace: p.namespace,
+                name: p.name,
+                rolloutStrategy: { type: 'All' },
+              })),
+            },
+    },
+  };
+}
+
+/**
+ * The config every addon uses unless it names another: created once, never
+ * overwritten (it is the user's to edit). agentInstallNamespace is set to ""
+ * on purpose: the CRD would default it to open-cluster-management-agent-addon
+ * and thereby override `clusteradm addon enable --namespace`.
+ */
+export function defaultDeploymentConfig(
+  addon: Pick<AddonDefinition, 'configNamespace' | 'defaultConfigName'>,
+): AddOnDeploymentConfig {
+  return {
+    apiVersion: addonApiVersion,
+    kind: 'AddOnDeploymentConfig',
+    metadata: { name: addon.defaultConfigName, namespace: addon.configNamespace },
+    spec: {
+      agentInstallNamespace: '',
+      customizedVariables: [{ name: 'LOG_LEVEL', value: 'info' }],
+    },
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * The agent's manifests on a managed cluster. Pure.
+ *
+ * Least RBAC on the managed cluster: the agent renews one Lease, `<addon>`,
+ * in its install namespace (create, because the Lease may be missing, and
+ * create cannot be limited by name; get/update/patch that Lease by name).
+ * It probes the kube-apiserver's /readyz, which the built-in
+ * system:public-info-viewer role grants to everyone. The tunnel (a later
+ * issue) pipes bytes to the local kube-apiserver under the hub caller's own
+ * credential, so it needs no RBAC of the agent's. Nothing else is granted:
+ * no ClusterRole, no Secrets, no other namespace.
+ */
+import type { KubeObject } from '../../../shared/kube/client.ts';
+import type { AddonDefinition } from '../addon.ts';
+import { type AgentValues, valuesHash } from './deployment-config.ts';
+
+/** Where the registration Secret is mounted (OCM's AddOnTemplate convention; the agent's default --hub-kubeconfig). */
+export const hubKubeconfigDir = '/managed/hub-kubeconfig';
+export const proxyCaDir = '/etc/cluster-gateway/proxy-ca';
+/** The agent's /healthz, /readyz, /metrics port (agent/options.ts --port default). */
+export const agentPort = 8080;
+export const configHashAnnotation = 'addon.cluster-gateway.oam.dev/config-hash';
+
+/**
+ * Namespaces the agent shares with others (OCM's default addon namespace,
+ * OCM's own, Kubernetes' own): they go into the ManifestWork so they exist,
+ * but are orphaned, never deleted, when the addon is disabled.
+ */
+export const sharedNamespaces = new Set([
+  'open-cluster-management-agent-addon',
+  'open-cluster-management-agent',
+  'open-cluster-management',
+  'default',
+  'kube-system',
+  'kube-public',
+  'kube-node-lease',
+]);
+
+/** Where the agent image keeps Node's compile cache (`/app` is the image's copy of the repository). */
+export const agentCompileCache = '/app/.cache/node-compile-cache';
+
+export function agentLabels(addon: Pick<AddonDefinition, 'name'>): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': 'cluster-gateway-agent',
+    'app.kubernetes.io/instance': addon.name,
+    'app.kubernetes.io/part-of': 'cluster-gateway',
+    'app.kubernetes.io/managed-by': 'cluster-gateway-addon-manager',
+  };
+}
+
+export function agentManifests(
+  addon: Pick<AddonDefinition, 'name' | 'agentName' | 'spokeLeaseName' | 'hubKubeconfigSecretName'>,
+  cluster: string,
+  values: AgentValues,
+): KubeObject[] {
+  const ns = values.installNamespace;
+  const labels = agentLabels(addon);
+  const meta = (name: string) => ({ name, namespace: ns, labels });
+  const objects: KubeObject[] = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(addon.agentName) },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: meta(addon.agentName),
+      rules: [
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          resourceNames: [addon.spokeLeaseName],
+          verbs: ['get', 'update', 'patch'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: meta(addon.agentName),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: addon.agentName },
+      subjects: [{ kind: 'ServiceAccount', name: addon.agentName, namespace: ns }],
+    },
+  ];
+  if (values.proxy.caBundle) {
+    objects.push({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: meta(`${addon.agentName}-proxy-ca`),
+      data: { 'ca.crt': values.proxy.caBundle },
+    });
+  }
+  objects.push(agentDeployment(addon, cluster, values));
+  return objects;
+}
+
+export function agentDeployment(
+  addon: Pick<AddonDefinition, 'name' | 'agentName' | 'hubKubeconfigSecretName'>,
+  cluster: string,
+  values: AgentValues,
+): KubeObject {
+  const labels = agentLabels(addon);
+  const selector = {
+    'app.kubernetes.io/name': labels['app.kubernetes.io/name'],
+    'app.kubernetes.io/instance': labels['app.kubernetes.io/instance'],
+  };
+  // Node keeps its TypeScript stripper (about 22 MB) resident unless the compiled modules come from a
+  // warm compile cache, which the image ships (the local environment fills it): this keeps the agent
+  // under its 80 MB idle budget (docs/benchmarks.md, agent footprint).
+  const env: { name: string; value: string }[] = [{ name: 'NODE_COMPILE_CACHE', value: agentCompileCache }];
+  // Node 24 honours these only with NODE_USE_ENV_PROXY; lower-case copies serve other tools.
+  const proxyEnv: [string, string | undefined][] = [
+    ['HTTP_PROXY', values.proxy.httpProxy],
+    ['HTTPS_PROXY', values.proxy.httpsProxy],
+    ['NO_PROXY', values.proxy.noProxy],
+  ];
+  for (const [name, value] of proxyEnv) {
+    if (!value) continue;
+    env.push({ name, value }, { name: name.toLowerCase(), value });
+  }
+  if (values.proxy.httpProxy || values.proxy.httpsProxy) env.push({ name: 'NODE_USE_ENV_PROXY', value: '1' });
+  const volumeMounts = [{ name: 'hub-kubeconfig', mountPath: hubKubeconfigDir, readOnly: true }];
+  const volumes: KubeObject[] = [
+    { name: 'hub-kubeconfig', secret: { secretName: addon.hubKubeconfigSecretName } },
+  ];
+  if (values.proxy.caBundle) {
+    env.push({ name: 'NODE_EXTRA_CA_CERTS', value: `${proxyCaDir}/ca.crt` });
+    volumeMounts.push({ name: 'proxy-ca', mountPath: proxyCaDir, readOnly: true });
+    volumes.push({ name: 'proxy-ca', configMap: { name: `${addon.agentName}-proxy-ca` } });
+  }
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: addon.agentName, namespace: values.installNamespace, labels },
+    spec: {
+      replicas: 1,
+      revisionHistoryLimit: 3,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: {
+          labels,
+          // Any config change rolls the agent out, including ones that show nowhere else in this template.
+          annotations: { [configHashAnnotation]: valuesHash(values) },
+        },
+        spec: {
+          serviceAccountName: addon.agentName,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 65532,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          ...(Object.keys(values.nodeSelector).length > 0 ? { nodeSelector: values.nodeSelector } : {}),
+          ...(values.tolerations.length > 0 ? { tolerations: values.tolerations } : {}),
+          containers: [
+            {
+              name: 'agent',
+              image: values.image,
+              imagePullPolicy: 'IfNotPresent',
+              command: ['node', '/app/agent/main.ts'],
+              args: [
+                `--cluster-name=${cluster}`,
+                `--addon-name=${addon.name}`,
+                `--install-namespace=${values.installNamespace}`,
+                `--hub-kubeconfig=${hubKubeconfigDir}/kubeconfig`,
+                `--port=${agentPort}`,
+                `--log-level=${values.logLevel}`,
+              ],
+              ...(env.length > 0 ? { env } : {}),
+              ports: [{ name: 'http', containerPort: agentPort }],
+              readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 5 },
+              livenessProbe: {
+                httpGet: { path: '/healthz', port: 'http' },
+                periodSeconds: 10,
+                failureThreshold: 6,
+              },
+              resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '128Mi' } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
+              volumeMounts,
+            },
+          ],
+          volumes,
+        },
+      },
+    },
+  };
+}

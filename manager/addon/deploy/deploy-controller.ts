@@ -1,0 +1,247 @@
+/**
+ * ManagedClusterAddOn -> ManifestWork `addon-<addon>-deploy-0` in the
+ * cluster namespace, and the addon's ManifestApplied condition.
+ *
+ * Level-triggered: a reconcile reads the addon, its AddOnDeploymentConfig
+ * and its work from the shared informers, renders the work, applies it only
+ * when it differs (server-side apply, our own field manager) and writes
+ * ManifestApplied only when it changes. So it is idempotent, and a crash at
+ * any point is repaired by the next reconcile (events, or the periodic
+ * resync), which also deletes works whose addon is gone (the owner
+ * reference lets the garbage collector do the same while no manager runs).
+ */
+import type { Logger } from 'pino';
+import type { KubeClient } from '../../../shared/kube/client.ts';
+import type { Informer } from '../../../shared/kube/informer.ts';
+import type { AddonDefinition } from '../addon.ts';
+import { controllerQueue, startWhenSynced } from '../controller-queue.ts';
+import type { AddonMetrics } from '../metrics.ts';
+import { registrationAppliedType } from '../registration/registration-controller.ts';
+import {
+  type AddOnDeploymentConfig,
+  type ClusterManagementAddOn,
+  findCondition,
+  type ManagedClusterAddOn,
+  type ManifestWork,
+  workApi,
+} from '../resources.ts';
+import { applyAddonConditions, conditionUnchanged, type NewCondition } from '../status.ts';
+import type { WorkQueue } from '../work-queue.ts';
+import { agentValues, deploymentConfigRef, InvalidConfigError } from './deployment-config.ts';
+import {
+  deployWork,
+  manifestAppliedCondition,
+  manifestAppliedType,
+  workApplyFailedCondition,
+  workUpToDate,
+} from './manifest-work.ts';
+
+/** Field manager of the ManifestWorks. */
+export const workFieldManager = 'cluster-gateway-addon-manager';
+/** Field manager of the ManifestApplied condition (one per controller: see status.ts). */
+export const statusFieldManager = 'cluster-gateway-addon-manager-deploy';
+const controllerName = 'deploy';
+
+export interface DeployControllerDeps {
+  hub: Pick<KubeClient, 'apply' | 'delete'>;
+  addon: AddonDefinition;
+  log: Logger;
+  metrics?: AddonMetrics;
+  informers: {
+    managedClusterAddOns: Informer<ManagedClusterAddOn>;
+    clusterManagementAddOns: Informer<ClusterManagementAddOn>;
+    addOnDeploymentConfigs: Informer<AddOnDeploymentConfig>;
+    manifestWorks: Informer<ManifestWork>;
+  };
+  workers?: number;
+  resyncMs?: number;
+  now?: () => number;
+}
+
+export class DeployController {
+  readonly #d: DeployControllerDeps;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly queue: WorkQueue;
+
+  constructor(deps: DeployControllerDeps) {
+    this.#d = deps;
+    this.#log = deps.log.child({ controller: controllerName });
+    this.#now = deps.now ?? Date.now;
+    this.queue = controllerQueue({
+      controller: controllerName,
+      workers: deps.workers ?? 4,
+      reconcile: (cluster) => this.reconcile(cluster),
+      after: () => this.#countConditions(),
+      log: this.#log,
+      metrics: deps.metrics,
+    });
+  }
+
+  start(signal: AbortSignal): void {
+    const { informers, addon } = this.#d;
+    const addMca = (mca: ManagedClusterAddOn) => {
+      if (mca.metadata.name === addon.name && mca.metadata.namespace) this.queue.add(mca.metadata.namespace);
+    };
+    const addWork = (work: ManifestWork) => {
+      if (work.metadata.name === addon.deployWorkName && work.metadata.namespace) {
+        this.queue.add(work.metadata.namespace);
+      }
+    };
+    const addAll = () => {
+      for (const mca of informers.managedClusterAddOns.list()) addMca(mca);
+      for (const work of informers.manifestWorks.list()) addWork(work);
+    };
+    // A config change concerns the addons it is in effect for.
+    const addUsers = (adc: AddOnDeploymentConfig) => {
+      const cma = informers.clusterManagementAddOns.get(addon.name);
+      for (const mca of informers.managedClusterAddOns.list()) {
+        const ref = deploymentConfigRef(mca, cma);
+        if (ref && ref.namespace === adc.metadata.namespace && ref.name === adc.metadata.name) addMca(mca);
+      }
+    };
+    const off = [
+      informers.managedClusterAddOns.on({ onAdd: addMca, onUpdate: (_o, n) => addMca(n), onDelete: addMca }),
+      informers.manifestWorks.on({ onAdd: addWork, onUpdate: (_o, n) => addWork(n), onDelete: addWork }),
+      informers.addOnDeploymentConfigs.on({
+        onAdd: addUsers,
+        onUpdate: (_o, n) => addUsers(n),
+        onDelete: addUsers,
+      }),
+      informers.clusterManagementAddOns.on({ onAdd: addAll, onUpdate: addAll, onDelete: addAll }),
+    ];
+    const resync = setInterval(addAll, this.#d.resyncMs ?? 300_000);
+    resync.unref();
+    startWhenSynced(this.queue, signal, {
+      synced: [
+        informers.managedClusterAddOns.synced,
+        informers.clusterManagementAddOns.synced,
+        informers.addOnDeploymentConfigs.synced,
+        informers.manifestWorks.synced,
+      ],
+      initial: addAll,
+      cleanup: [...off, () => clearInterval(resync)],
+    });
+  }
+
+  /** One cluster: make its deploy work match its addon (or delete it), then report ManifestApplied. */
+  async reconcile(cluster: string): Promise<void> {
+    const { hub, addon, informers } = this.#d;
+    const log = this.#log.child({ cluster });
+    const workPath = `${workApi}/namespaces/${cluster}/manifestworks/${addon.deployWorkName}`;
+    const mca = informers.managedClusterAddOns.get(`${cluster}/${addon.name}`);
+    const existing = informers.manifestWorks.get(`${cluster}/${addon.deployWorkName}`);
+
+    if (!mca || mca.metadata.deletionTimestamp) {
+      if (existing) {
+        // The work agent then deletes what the work applied on the managed cluster.
+        await hub.delete(workPath);
+        log.info({ work: addon.deployWorkName }, 'addon disabled: deleted the deploy ManifestWork');
+      }
+      return;
+    }
+    // As addon-framework (agentdeploy): deploy once registration is configured. The agent mounts the
+    // hub kubeconfig Secret that registration produces, in the namespace status.namespace names; the
+    // registration controller writes RegistrationApplied within milliseconds of the addon's creation,
+    // and that status write requeues this addon, so the wait costs one round trip, not a resync.
+    if (!findCondition(mca.status?.conditions, registrationAppliedType)) {
+      log.debug({}, 'waiting for RegistrationApplied before deploying the agent');
+      return;
+    }
+
+    const ref = deploymentConfigRef(mca, informers.clusterManagementAddOns.get(addon.name));
+    let spec: AddOnDeploymentConfig['spec'];
+    const where = ref ? `AddOnDeploymentConfig ${ref.namespace}/${ref.name}` : 'the defaults';
+    if (ref) {
+      const adc = informers.addOnDeploymentConfigs.get(`${ref.namespace}/${ref.name}`);
+      if (!adc) {
+        // Keep the agent as it runs; the config's creation requeues this addon.
+        await this.#setCondition(
+          mca,
+          workApplyFailedCondition(
+            `${where} (referenced by ${ref.source}) does not exist: create it, or reference an existing one`,
+          ),
+        );
+        return;
+      }
+      spec = adc.spec;
+    }
+    let values: ReturnType<typeof agentValues>;
+    try {
+      values = agentValues(addon, mca, spec, where);
+    } catch (err) {
+      if (!(err instanceof InvalidConfigError)) throw err;
+      await this.#setCondition(
+        mca,
+        workApplyFailedCondition(`${err.message}; the agent keeps its previous configuration`),
+      );
+      return;
+    }
+    if (values.ignoredVariables.length > 0) {
+      log.debug(
+        { variables: values.ignoredVariables, config: where },
+        'customizedVariables unknown to the agent are ignored',
+      );
+    }
+
+    const desired = deployWork(addon, mca, values, ref);
+    let work = existing;
+    if (!workUpToDate(existing, desired)) {
+      try {
+        work = await hub.apply<ManifestWork>(workPath, desired, workFieldManager);
+      } catch (err) {
+        await this.#setCondition(
+          mca,
+          workApplyFailedCondition(`failed to apply manifestWork: ${(err as Error).message}`),
+        ).catch(() => {});
+        throw err;
+      }
+      log.info(
+        {
+          work: addon.deployWorkName,
+          installNamespace: values.installNamespace,
+          config: where,
+          created: !existing,
+        },
+        existing ? 'updated the deploy ManifestWork' : 'created the deploy ManifestWork',
+      );
+    }
+    const condition = manifestAppliedCondition(work);
+    if (condition) {
+      await this.#setCondition(mca, condition);
+    } else if (findCondition(mca.status?.conditions, manifestAppliedType)?.status === 'False') {
+      // The work agent has not reported on the new work yet: a stale failure must not linger (as addon-framework).
+      await this.#setConditions(mca, []);
+    }
+  }
+
+  async #setCondition(mca: ManagedClusterAddOn, condition: NewCondition): Promise<void> {
+    if (conditionUnchanged(findCondition(mca.status?.conditions, condition.type), condition)) return;
+    await this.#setConditions(mca, [condition]);
+    this.#log.info(
+      {
+        cluster: mca.metadata.namespace,
+        type: condition.type,
+        status: condition.status,
+        reason: condition.reason,
+      },
+      condition.message,
+    );
+  }
+
+  async #setConditions(mca: ManagedClusterAddOn, conditions: NewCondition[]): Promise<void> {
+    await applyAddonConditions(this.#d.hub, mca, conditions, statusFieldManager, this.#now());
+  }
+
+  #countConditions(): void {
+    const metrics = this.#d.metrics;
+    if (!metrics) return;
+    const counts = new Map<string, number>();
+    for (const mca of this.#d.informers.managedClusterAddOns.list()) {
+      const c = findCondition(mca.status?.conditions, manifestAppliedType);
+      const key = c ? `${c.status}/${c.reason}` : 'Unknown/NotReported';
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    metrics.setAddonsByReason(manifestAppliedType, counts);
+  }
+}

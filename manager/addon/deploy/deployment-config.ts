@@ -1,0 +1,188 @@
+/**
+ * AddOnDeploymentConfig -> the values the agent manifests are rendered
+ * from. Pure: which config applies to an addon, and what it means, with the
+ * same rules as OCM's addon-framework (addonfactory/addondeploymentconfig.go,
+ * utils/addon_config.go), so a config written for any OCM addon means the
+ * same here.
+ */
+import { createHash } from 'node:crypto';
+import type { AddonDefinition } from '../addon.ts';
+import { isDnsLabel, logLevels } from '../options.ts';
+import {
+  type AddOnDeploymentConfigSpec,
+  addonGroup,
+  type ClusterManagementAddOn,
+  type ConfigReferent,
+  type ManagedClusterAddOn,
+  type Toleration,
+} from '../resources.ts';
+
+export const deploymentConfigResource = 'addondeploymentconfigs';
+
+export interface DeploymentConfigRef {
+  namespace: string;
+  name: string;
+  /** From OCM's status.configReferences; goes into the work's config-spec-hash annotation. */
+  specHash?: string;
+  /** Where the reference came from, for messages. */
+  source: 'status.configReferences' | 'spec.configs' | 'ClusterManagementAddOn default';
+}
+
+export interface AgentValues {
+  installNamespace: string;
+  image: string;
+  nodeSelector: Record<string, string>;
+  tolerations: Toleration[];
+  proxy: { httpProxy?: string; httpsProxy?: string; noProxy?: string; caBundle?: string };
+  logLevel: string;
+  /** customizedVariables this agent does not know (reported, never passed on). */
+  ignoredVariables: string[];
+}
+
+export class InvalidConfigError extends Error {}
+
+/**
+ * The AddOnDeploymentConfig in effect for `mca`, first match wins:
+ * 1. status.configReferences desiredConfig: OCM's addon-manager resolved it
+ *    (MCA spec.configs over Placement configs over the CMA default);
+ * 2. spec.configs: before OCM's addon-manager has resolved it;
+ * 3. the ClusterManagementAddOn's default config.
+ */
+export function deploymentConfigRef(
+  mca: ManagedClusterAddOn,
+  cma: ClusterManagementAddOn | undefined,
+): DeploymentConfigRef | undefined {
+  const isAdc = (c: { group?: string; resource?: string }) =>
+    c.group === addonGroup && c.resource === deploymentConfigResource;
+  const resolved = mca.status?.configReferences?.find((c) => isAdc(c) && c.desiredConfig?.name);
+  if (resolved?.desiredConfig) {
+    return {
+      namespace: resolved.desiredConfig.namespace || mca.metadata.namespace || '',
+      name: resolved.desiredConfig.name,
+      ...(resolved.desiredConfig.specHash ? { specHash: resolved.desiredConfig.specHash } : {}),
+      source: 'status.configReferences',
+    };
+  }
+  const own = mca.spec?.configs?.find(isAdc);
+  if (own?.name) {
+    return {
+      namespace: own.namespace || mca.metadata.namespace || '',
+      name: own.name,
+      source: 'spec.configs',
+    };
+  }
+  const fallback: ConfigReferent | undefined = cma?.spec?.supportedConfigs?.find(isAdc)?.defaultConfig;
+  if (fallback?.name) {
+    return {
+      namespace: fallback.namespace ?? '',
+      name: fallback.name,
+      source: 'ClusterManagementAddOn default',
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Where the agent goes: the config's agentInstallNamespace, then the MCA's
+ * (v1alpha1) spec.installNamespace, then the manager's default, as
+ * addon-framework resolves it. Registration (status.namespace) must use the
+ * same value: OCM's registration agent writes the hub kubeconfig Secret there.
+ */
+export function installNamespace(
+  addon: Pick<AddonDefinition, 'defaultInstallNamespace'>,
+  mca: ManagedClusterAddOn,
+  spec: AddOnDeploymentConfigSpec | undefined,
+): string {
+  return spec?.agentInstallNamespace || mca.spec?.installNamespace || addon.defaultInstallNamespace;
+}
+
+/** addon-framework's image override: a matching source prefix becomes the mirror; an empty source re-homes every image. */
+export function overrideImage(registries: AddOnDeploymentConfigSpec['registries'], image: string): string {
+  let result = image;
+  for (const registry of registries ?? []) {
+    const name = overrideImageDirectly(registry.source ?? '', registry.mirror ?? '', image);
+    if (name !== image) result = name;
+  }
+  return result;
+}
+
+function overrideImageDirectly(sourceIn: string, mirrorIn: string, image: string): string {
+  const source = sourceIn.replace(/\/$/, '');
+  const mirror = mirrorIn.replace(/\/$/, '');
+  const nameTag = image.split('/').at(-1) ?? image;
+  if (source === '') return mirror === '' ? nameTag : `${mirror}/${nameTag}`;
+  if (!image.startsWith(source)) return image;
+  return `${mirror}${image.slice(source.length)}`;
+}
+
+/** Variables of customizedVariables the agent understands. */
+export const knownVariables = ['LOG_LEVEL'] as const;
+
+export function agentValues(
+  addon: Pick<AddonDefinition, 'defaultInstallNamespace' | 'agentImage'>,
+  mca: ManagedClusterAddOn,
+  spec: AddOnDeploymentConfigSpec | undefined,
+  where = 'the AddOnDeploymentConfig',
+): AgentValues {
+  const namespace = installNamespace(addon, mca, spec);
+  if (!isDnsLabel(namespace)) {
+    throw new InvalidConfigError(
+      `install namespace "${namespace}" (from ${where} or spec.installNamespace) is not a namespace name`,
+    );
+  }
+  let logLevel = 'info';
+  const ignoredVariables: string[] = [];
+  for (const variable of spec?.customizedVariables ?? []) {
+    if (variable.name === 'LOG_LEVEL') {
+      const value = (variable.value ?? '').trim().toLowerCase();
+      if (!(logLevels as readonly string[]).includes(value)) {
+        throw new InvalidConfigError(
+          `${where}: customizedVariables LOG_LEVEL "${variable.value ?? ''}" is not one of ${logLevels.join(', ')}`,
+        );
+      }
+      logLevel = value;
+    } else {
+      ignoredVariables.push(variable.name);
+    }
+  }
+  const proxy: AgentValues['proxy'] = {};
+  const p = spec?.proxyConfig;
+  if (p?.httpProxy) proxy.httpProxy = p.httpProxy;
+  if (p?.httpsProxy) proxy.httpsProxy = p.httpsProxy;
+  if (p?.noProxy) proxy.noProxy = p.noProxy;
+  if (p?.caBundle) {
+    // format: byte in the CRD: base64 of the PEM bundle.
+    const pem = Buffer.from(p.caBundle, 'base64').toString('utf8');
+    if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+      throw new InvalidConfigError(
+        `${where}: proxyConfig.caBundle is not a base64-encoded PEM certificate bundle`,
+      );
+    }
+    proxy.caBundle = pem;
+  }
+  return {
+    installNamespace: namespace,
+    image: overrideImage(spec?.registries, addon.agentImage),
+    nodeSelector: { ...(spec?.nodePlacement?.nodeSelector ?? {}) },
+    tolerations: [...(spec?.nodePlacement?.tolerations ?? [])],
+    proxy,
+    logLevel,
+    ignoredVariables,
+  };
+}
+
+/** Stable hash of the values: a change rolls the agent out again even when it shows nowhere else in the pod template. */
+export function valuesHash(values: AgentValues): string {
+  return createHash('sha256').update(stableJson(values)).digest('hex').slice(0, 16);
+}
+
+export function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -1,0 +1,236 @@
+/**
+ * Health: the manager is the single writer of the ManagedClusterAddOn's
+ * `Available` condition (`status.healthCheck.mode: Customized`, which OCM's
+ * registration agent reads and then leaves `Available` alone). It gathers
+ * observations (ManagedCluster, ManifestWork and its Deployment feedback, the
+ * hub heartbeat Lease, the gateway's ClusterGateway), computes the verdict
+ * (available.ts) and writes it only when it changes, merged by type through
+ * server-side apply under a field manager of its own: OCM's conditions are
+ * never touched.
+ *
+ * Heartbeat age is re-evaluated on a timer, not only on events: a dead agent
+ * produces no event, so each addon is looked at again the moment its last
+ * heartbeat would turn stale.
+ *
+ * In Lease mode (--health-mode=Lease) it writes `healthCheck.mode: Lease`
+ * and nothing else; applying that drops the `Available` this field manager
+ * owned, so the registration agent's Lease verdict takes over cleanly.
+ */
+import type { Logger } from 'pino';
+import type { KubeClient } from '../../../shared/kube/client.ts';
+import type { Informer } from '../../../shared/kube/informer.ts';
+import type { AddonDefinition } from '../addon.ts';
+import { controllerQueue } from '../controller-queue.ts';
+import type { AddonMetrics } from '../metrics.ts';
+import { addonPath, specInstallNamespace } from '../registration/managed-cluster-addon.ts';
+import { hubHeartbeatLeaseName } from '../registration/subject.ts';
+import {
+  addonApiVersion,
+  type ManagedCluster,
+  type ManagedClusterAddOn,
+  type ManifestWork,
+} from '../resources.ts';
+import type { WorkQueue } from '../work-queue.ts';
+import { computeAvailable, type HealthObservations } from './available.ts';
+import { type ConditionVerdict, findCondition, nextCondition, sameVerdict } from './conditions.ts';
+import {
+  type ClusterGatewayView,
+  HeartbeatClock,
+  type HeartbeatLease,
+  observeCluster,
+  observeDeployment,
+  observeGateway,
+  observeWork,
+} from './observe.ts';
+
+export const healthFieldManager = 'cluster-gateway-addon-manager-health';
+export const availableType = 'Available';
+
+export interface HealthControllerDeps {
+  hub: KubeClient;
+  addon: Pick<
+    AddonDefinition,
+    'name' | 'healthMode' | 'deployWorkName' | 'agentName' | 'defaultInstallNamespace'
+  >;
+  log: Logger;
+  metrics?: AddonMetrics;
+  informers: {
+    managedClusterAddOns: Informer<ManagedClusterAddOn>;
+    manifestWorks: Informer<ManifestWork>;
+    managedClusters: Informer<ManagedCluster>;
+    heartbeatLeases: Informer<HeartbeatLease>;
+    /** Optional: without it (or while the API is not served) the gateway's view is not held against the agent. */
+    clusterGateways?: Informer<ClusterGatewayView>;
+  };
+  /** A heartbeat older than this is stale (default 12 s: the agent renews every 5 s, jitter up to 20 %). */
+  heartbeatStaleSeconds?: number;
+  installNamespace?: (addon: ManagedClusterAddOn) => string | Promise<string>;
+}
+
+/** Informer settings for the hub heartbeat Leases (every cluster namespace, our label only). */
+export function heartbeatLeaseInformerOptions(addonName: string) {
+  return {
+    path: '/apis/coordination.k8s.io/v1/leases',
+    labelSelector: `open-cluster-management.io/addon-name=${addonName}`,
+  };
+}
+export const clusterGatewaysPath = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways';
+
+export class HealthController {
+  readonly #deps: HealthControllerDeps;
+  readonly #queue: WorkQueue;
+  readonly #clock = new HeartbeatClock();
+  readonly #staleSeconds: number;
+  /** The latest verdict per "cluster/addon", for the admission webhook. */
+  readonly #verdicts = new Map<string, ConditionVerdict>();
+  readonly #leaseModeWritten = new Set<string>();
+
+  constructor(deps: HealthControllerDeps) {
+    this.#deps = deps;
+    this.#staleSeconds = deps.heartbeatStaleSeconds ?? 12;
+    this.#queue = controllerQueue({
+      controller: 'health',
+      workers: 4,
+      reconcile: (key) => this.reconcile(key),
+      log: deps.log,
+      metrics: deps.metrics,
+    });
+  }
+
+  /** The verdict the manager holds for `cluster` (undefined before its first reconcile). */
+  verdictFor(cluster: string): ConditionVerdict | undefined {
+    return this.#verdicts.get(`${cluster}/${this.#deps.addon.name}`);
+  }
+
+  start(signal: AbortSignal): void {
+    const name = this.#deps.addon.name;
+    const i = this.#deps.informers;
+    const byNamespace = (obj: { metadata?: { namespace?: string } }) => {
+      if (obj.metadata?.namespace) this.#queue.add(`${obj.metadata.namespace}/${name}`);
+    };
+    const byName = (obj: { metadata?: { name?: string } }) => {
+      if (obj.metadata?.name) this.#queue.add(`${obj.metadata.name}/${name}`);
+    };
+    const handlers = <T>(fn: (obj: T) => void) => ({
+      onAdd: fn,
+      onUpdate: (_old: T, obj: T) => fn(obj),
+      onDelete: fn,
+    });
+    const offs = [
+      i.managedClusterAddOns.on(
+        handlers<ManagedClusterAddOn>((obj) => {
+          if (obj.metadata.name === name) byNamespace(obj);
+        }),
+      ),
+      i.manifestWorks.on(handlers<ManifestWork>(byNamespace)),
+      i.managedClusters.on(handlers<ManagedCluster>(byName)),
+      i.heartbeatLeases.on(handlers<HeartbeatLease>(byNamespace)),
+      ...(i.clusterGateways ? [i.clusterGateways.on(handlers<ClusterGatewayView>(byName))] : []),
+    ];
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const off of offs) off();
+      },
+      { once: true },
+    );
+    const all = () => {
+      for (const obj of i.managedClusterAddOns.list()) if (obj.metadata.name === name) byNamespace(obj);
+    };
+    all();
+    this.#queue.start(signal);
+    const resync = setInterval(all, 30_000);
+    resync.unref();
+    signal.addEventListener('abort', () => clearInterval(resync), { once: true });
+  }
+
+  /** Observations for one addon, from the informer caches. */
+  async observations(addon: ManagedClusterAddOn, now = Date.now()): Promise<HealthObservations> {
+    const { informers: i, addon: def } = this.#deps;
+    const cluster = addon.metadata.namespace ?? '';
+    const namespace =
+      (await this.#deps.installNamespace?.(addon)) ??
+      specInstallNamespace(addon, def.defaultInstallNamespace);
+    const work = i.manifestWorks.get(`${cluster}/${def.deployWorkName}`);
+    const gatewayServed = i.clusterGateways
+      ? i.clusterGateways.hasSynced && !i.clusterGateways.absent
+      : false;
+    return {
+      addonName: def.name,
+      cluster,
+      workName: def.deployWorkName,
+      agentDeployment: `${namespace}/${def.agentName}`,
+      managedCluster: observeCluster(i.managedClusters.get(cluster)),
+      work: observeWork(work),
+      deployment: observeDeployment(work, namespace, def.agentName),
+      heartbeat: this.#clock.observe(
+        i.heartbeatLeases.get(`${cluster}/${hubHeartbeatLeaseName(def.name)}`),
+        now,
+      ),
+      gateway: observeGateway(i.clusterGateways?.get(cluster), gatewayServed),
+      heartbeatStaleSeconds: this.#staleSeconds,
+    };
+  }
+
+  async reconcile(key: string): Promise<{ requeueAfterMs?: number } | undefined> {
+    const { log, addon: def } = this.#deps;
+    const addon = this.#deps.informers.managedClusterAddOns.get(key);
+    if (!addon || addon.metadata.name !== def.name || addon.metadata.deletionTimestamp) {
+      this.#verdicts.delete(key);
+      this.#updateMetrics();
+      return undefined;
+    }
+    const cluster = addon.metadata.namespace ?? '';
+    if (def.healthMode === 'Lease') {
+      if (addon.status?.healthCheck?.mode !== 'Lease' || !this.#leaseModeWritten.has(key)) {
+        await this.#apply(cluster, { healthCheck: { mode: 'Lease' } });
+        this.#leaseModeWritten.add(key);
+      }
+      return undefined;
+    }
+
+    const now = Date.now();
+    const observations = await this.observations(addon, now);
+    const verdict = computeAvailable(observations);
+    this.#verdicts.set(key, verdict);
+    this.#updateMetrics();
+    const current = findCondition(addon.status?.conditions, availableType);
+    if (addon.status?.healthCheck?.mode !== 'Customized' || !sameVerdict(current, verdict)) {
+      await this.#apply(cluster, {
+        healthCheck: { mode: 'Customized' },
+        conditions: [nextCondition(current, availableType, verdict, now)],
+      });
+      log.info({ cluster, addon: def.name, status: verdict.status, reason: verdict.reason }, verdict.message);
+    }
+    // Look again when a fresh heartbeat would turn stale.
+    const h = observations.heartbeat;
+    if (h.state === 'renewed' && h.ageSeconds <= this.#staleSeconds) {
+      return { requeueAfterMs: Math.ceil((this.#staleSeconds - h.ageSeconds) * 1000) + 200 };
+    }
+    return undefined;
+  }
+
+  #apply(cluster: string, status: Record<string, unknown>) {
+    const name = this.#deps.addon.name;
+    return this.#deps.hub.apply(
+      addonPath(cluster, name, 'status'),
+      {
+        apiVersion: addonApiVersion,
+        kind: 'ManagedClusterAddOn',
+        metadata: { name, namespace: cluster },
+        status,
+      },
+      healthFieldManager,
+    );
+  }
+
+  #updateMetrics(): void {
+    if (!this.#deps.metrics) return;
+    const counts = new Map<string, number>();
+    for (const v of this.#verdicts.values()) {
+      const k = `${v.status}/${v.reason}`;
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    this.#deps.metrics.setAddonsByReason(availableType, counts);
+  }
+}

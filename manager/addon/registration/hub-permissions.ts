@@ -1,0 +1,92 @@
+/**
+ * What the addon agent may do on the hub, as objects in the cluster namespace
+ * owned by the ManagedClusterAddOn (disable the addon and the garbage collector
+ * removes them): a Role and RoleBinding for the agent's registered identity,
+ * and the heartbeat Lease it renews.
+ *
+ * Least privilege: get/update/patch on that one Lease, by name. No create:
+ * the manager creates the Lease, so a compromised agent cannot litter the
+ * cluster namespace; no list/watch: the agent knows the name. The tunnel
+ * issue adds its own rule here.
+ */
+import type { KubeObject } from '../../../shared/kube/client.ts';
+import { hubHeartbeatLeaseName, hubPermissionName, type Subject } from './subject.ts';
+
+export interface OwnerAddon {
+  apiVersion: string;
+  name: string;
+  namespace: string;
+  uid: string;
+}
+
+export function ownerReference(addon: OwnerAddon) {
+  return {
+    apiVersion: addon.apiVersion,
+    kind: 'ManagedClusterAddOn',
+    name: addon.name,
+    uid: addon.uid,
+  };
+}
+
+export function agentHubRole(addon: OwnerAddon): KubeObject {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: {
+      name: hubPermissionName(addon.name),
+      namespace: addon.namespace,
+      labels: { 'open-cluster-management.io/addon-name': addon.name },
+      ownerReferences: [ownerReference(addon)],
+    },
+    rules: [
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: [hubHeartbeatLeaseName(addon.name)],
+        verbs: ['get', 'update', 'patch'],
+      },
+    ],
+  };
+}
+
+/** Binds the Role to the registered user and groups, as addon-framework's BindKubeClientRole does. */
+export function agentHubRoleBinding(addon: OwnerAddon, subject: Subject): KubeObject {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: {
+      name: hubPermissionName(addon.name),
+      namespace: addon.namespace,
+      labels: { 'open-cluster-management.io/addon-name': addon.name },
+      ownerReferences: [ownerReference(addon)],
+    },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: hubPermissionName(addon.name) },
+    // The user alone would do; the per-cluster addon group is bound too, as
+    // OCM does (system:authenticated never is: that would be everyone).
+    subjects: [
+      { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: subject.user },
+      ...subject.groups
+        .filter((g) => g !== 'system:authenticated' && g.includes(`:cluster:${addon.namespace}:`))
+        .map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name })),
+    ],
+  };
+}
+
+/**
+ * The heartbeat Lease as the manager creates it: no renewTime, so "never
+ * renewed" is visible as such (the health controller reports it as waiting
+ * for the agent's first heartbeat, not as a stale one).
+ */
+export function agentHubLease(addon: OwnerAddon, subject: Subject, leaseDurationSeconds: number): KubeObject {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: hubHeartbeatLeaseName(addon.name),
+      namespace: addon.namespace,
+      labels: { 'open-cluster-management.io/addon-name': addon.name },
+      ownerReferences: [ownerReference(addon)],
+    },
+    spec: { holderIdentity: subject.user, leaseDurationSeconds },
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * Registration, for every ManagedClusterAddOn of this addon:
+ * - `status.registrations`: one kube-apiserver-client registration with OCM's
+ *   default addon subject, which tells the klusterlet registration agent to
+ *   request a hub certificate for our agent (Secret `<addon>-hub-kubeconfig`
+ *   in the install namespace);
+ * - `status.namespace`: the agent install namespace (where OCM's Lease mode
+ *   and the registration agent look);
+ * - the agent's hub permissions (Role, RoleBinding) and its heartbeat Lease
+ *   in the cluster namespace, all owned by the ManagedClusterAddOn;
+ * - condition `RegistrationApplied` with OCM's reasons.
+ *
+ * Status is written with server-side apply under a field manager of its own,
+ * so only these fields are ours: the klusterlet's `kubeClientDriver`, OCM's
+ * conditions and the health controller's `Available` are never touched.
+ */
+import type { Logger } from 'pino';
+import type { KubeClient } from '../../../shared/kube/client.ts';
+import type { Informer } from '../../../shared/kube/informer.ts';
+import { objectKey } from '../../../shared/kube/informer.ts';
+import { StatusError } from '../../../shared/kube/status.ts';
+import type { AddonDefinition } from '../addon.ts';
+import { controllerQueue } from '../controller-queue.ts';
+import { type ConditionVerdict, findCondition, nextCondition, sameVerdict } from '../health/conditions.ts';
+import type { AddonMetrics } from '../metrics.ts';
+import { addonApiVersion } from '../resources.ts';
+import type { WorkQueue } from '../work-queue.ts';
+import { agentHubLease, agentHubRole, agentHubRoleBinding, type OwnerAddon } from './hub-permissions.ts';
+import { addonPath, type ManagedClusterAddOn, specInstallNamespace } from './managed-cluster-addon.ts';
+import { hubHeartbeatLeaseName, kubeApiserverClientSigner, type Subject } from './subject.ts';
+
+export const registrationFieldManager = 'cluster-gateway-addon-manager-registration';
+export const registrationAppliedType = 'RegistrationApplied';
+
+/** OCM's reasons (api addon/v1alpha1 types_managedclusteraddon.go; messages as addon-framework writes them). */
+export const registrationApplied: ConditionVerdict = {
+  status: 'True',
+  reason: 'SetPermissionApplied',
+  message: 'Registration of the addon agent is configured',
+};
+export function registrationFailed(err: unknown): ConditionVerdict {
+  return {
+    status: 'False',
+    reason: 'SetPermissionFailed',
+    message: `Failed to set permission for hub agent: ${err instanceof Error ? err.message : String(err)}`,
+  };
+}
+
+export interface RegistrationControllerDeps {
+  hub: KubeClient;
+  addon: Pick<AddonDefinition, 'name' | 'registrationSubject' | 'defaultInstallNamespace'>;
+  log: Logger;
+  metrics?: AddonMetrics;
+  informers: { managedClusterAddOns: Informer<ManagedClusterAddOn> };
+  /** The resolved agent install namespace (AddOnDeploymentConfig aware); default: spec or OCM's default. */
+  installNamespace?: (addon: ManagedClusterAddOn) => string | Promise<string>;
+  /** leaseDurationSeconds written into the heartbeat Lease (informational; the health controller decides staleness). */
+  heartbeatLeaseDurationSeconds?: number;
+}
+
+/** The status fields this controller owns, as they should be. */
+export function desiredRegistrationStatus(subject: Subject, namespace: string) {
+  return { registrations: [{ signerName: kubeApiserverClientSigner, subject }], namespace };
+}
+
+export class RegistrationController {
+  readonly #deps: RegistrationControllerDeps;
+  readonly #queue: WorkQueue;
+
+  constructor(deps: RegistrationControllerDeps) {
+    this.#deps = deps;
+    this.#queue = controllerQueue({
+      controller: 'registration',
+      workers: 4,
+      reconcile: (key) => this.reconcile(key),
+      log: deps.log,
+      metrics: deps.metrics,
+    });
+  }
+
+  start(signal: AbortSignal): void {
+    const { managedClusterAddOns: addons } = this.#deps.informers;
+    const enqueue = (obj: ManagedClusterAddOn) => {
+      if (obj.metadata.name === this.#deps.addon.name) this.#queue.add(objectKey(obj));
+    };
+    const off = addons.on({ onAdd: enqueue, onUpdate: (_old, obj) => enqueue(obj) });
+    signal.addEventListener('abort', off, { once: true });
+    for (const obj of addons.list()) enqueue(obj);
+    this.#queue.start(signal);
+    // Someone deleting the Role, RoleBinding or Lease is repaired on this resync.
+    const resync = setInterval(() => {
+      for (const obj of addons.list()) enqueue(obj);
+    }, 60_000);
+    resync.unref();
+    signal.addEventListener('abort', () => clearInterval(resync), { once: true });
+  }
+
+  async reconcile(key: string): Promise<undefined> {
+    const { hub, log } = this.#deps;
+    const addonName = this.#deps.addon.name;
+    const addon = this.#deps.informers.managedClusterAddOns.get(key);
+    if (!addon || addon.metadata.name !== addonName || addon.metadata.deletionTimestamp) return;
+    const cluster = addon.metadata.namespace ?? '';
+    const uid = addon.metadata.uid;
+    if (!cluster || !uid) return;
+    const owner: OwnerAddon = { apiVersion: addonApiVersion, name: addonName, namespace: cluster, uid };
+    const subject = this.#deps.addon.registrationSubject(cluster);
+    const namespace =
+      (await this.#deps.installNamespace?.(addon)) ??
+      specInstallNamespace(addon, this.#deps.addon.defaultInstallNamespace);
+    const desired = desiredRegistrationStatus(subject, namespace);
+
+    let verdict = registrationApplied;
+    let failure: unknown;
+    try {
+      const rbac = '/apis/rbac.authorization.k8s.io/v1/namespaces';
+      const role = agentHubRole(owner);
+      const binding = agentHubRoleBinding(owner, subject);
+      await hub.apply(`${rbac}/${cluster}/roles/${role.metadata?.name}`, role, registrationFieldManager);
+      await hub.apply(
+        `${rbac}/${cluster}/rolebindings/${binding.metadata?.name}`,
+        binding,
+        registrationFieldManager,
+      );
+      await this.#ensureHeartbeatLease(owner, subject);
+    } catch (err) {
+      failure = err;
+      verdict = registrationFailed(err);
+    }
+
+    const current = addon.status;
+    const condition = findCondition(current?.conditions, registrationAppliedType);
+    const upToDate =
+      JSON.stringify(current?.registrations ?? []) === JSON.stringify(desired.registrations) &&
+      current?.namespace === namespace &&
+      sameVerdict(condition, verdict);
+    if (!upToDate) {
+      await hub.apply(
+        addonPath(cluster, addonName, 'status'),
+        {
+          apiVersion: addonApiVersion,
+          kind: 'ManagedClusterAddOn',
+          metadata: { name: addonName, namespace: cluster },
+          status: { ...desired, conditions: [nextCondition(condition, registrationAppliedType, verdict)] },
+        },
+        registrationFieldManager,
+      );
+      log.info(
+        { cluster, addon: addonName, reason: verdict.reason, namespace },
+        'registration status written',
+      );
+    }
+    if (failure) throw failure;
+    return undefined;
+  }
+
+  /**
+   * Creates the heartbeat Lease once; never rewrites it, since its spec is the
+   * agent's to renew (a create that loses a race is fine).
+   */
+  async #ensureHeartbeatLease(owner: OwnerAddon, subject: Subject) {
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${owner.namespace}/leases`;
+    const existing = await this.#deps.hub.getOptional(`${path}/${hubHeartbeatLeaseName(owner.name)}`);
+    if (existing) return;
+    try {
+      await this.#deps.hub.create(
+        path,
+        agentHubLease(owner, subject, this.#deps.heartbeatLeaseDurationSeconds ?? 10),
+      );
+    } catch (err) {
+      if (!(err instanceof StatusError && err.code === 409)) throw err;
+    }
+  }
+}
