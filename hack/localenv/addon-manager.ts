@@ -70,6 +70,13 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
           resources: ['managedclusteraddons/status'],
           verbs: ['patch', 'update'],
         },
+        // Config spec hashes on the ClusterManagementAddOn (configs/spec-hash-controller.ts).
+        {
+          apiGroups: ['addon.open-cluster-management.io'],
+          resources: ['clustermanagementaddons/status'],
+          resourceNames: [addon],
+          verbs: ['patch'],
+        },
         {
           apiGroups: ['work.open-cluster-management.io'],
           resources: ['manifestworks'],
@@ -135,6 +142,8 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
           resources: ['addondeploymentconfigs'],
           verbs: ['create'],
         },
+        // The webhook's CA and serving certificate, shared by replicas (webhook-certificate.ts).
+        { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
       ],
     },
     {
@@ -164,15 +173,19 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
                   `--addon-name=${addon}`,
                   `--agent-image=${localImage}`,
                   '--http-port=8000',
-                  // The LeaseNotFound webhook needs a serving address the hub apiserver reaches; not wired
-                  // in the local environment yet.
-                  '--webhook-port=0',
+                  // The hub apiserver reaches the LeaseNotFound webhook on this machine; the runner
+                  // rewrites both 9443s to the pod's own host port. In a cluster: a Service instead.
+                  '--webhook-port=9443',
+                  '--webhook-url=https://127.0.0.1:9443',
                   ...(settings.args ?? []),
                 ],
                 env: [
                   { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
                 ],
-                ports: [{ name: 'http', containerPort: 8000 }],
+                ports: [
+                  { name: 'http', containerPort: 8000 },
+                  { name: 'webhook', containerPort: 9443 },
+                ],
                 readinessProbe: { httpGet: { path: '/readyz', port: 'http' } },
                 livenessProbe: { httpGet: { path: '/healthz', port: 'http' } },
               },
