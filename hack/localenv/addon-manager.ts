@@ -202,6 +202,11 @@ export async function installAddonManager(hub: KubeClient, settings: ManagerSett
   for (const obj of addonManagerManifests(settings)) await hub.apply(pathOf(obj), obj, fieldManager);
 }
 
+/** Deletes what installAddonManager applied (reverse order: the Deployment before its RBAC). */
+export async function uninstallAddonManager(hub: KubeClient, settings: ManagerSettings = {}): Promise<void> {
+  for (const obj of addonManagerManifests(settings).reverse()) await hub.delete(pathOf(obj));
+}
+
 function pathOf(obj: KubeObject): string {
   const [group, version] = obj.apiVersion?.includes('/') ? obj.apiVersion.split('/') : ['', obj.apiVersion];
   const base = group ? `/apis/${group}/${version}` : `/api/${version}`;

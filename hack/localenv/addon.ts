@@ -19,12 +19,19 @@ import { waitFor } from './wait.ts';
 
 export interface LocalAddon {
   runners: DeploymentRunner[];
+  /** The pods' processes (the manager's, the agents'): tests find and kill them here. */
+  supervisor: Supervisor;
   stop(): Promise<void>;
 }
 
+/** What the runners need of a cluster (a test file builds it from the environment's state). */
+export type AddonCluster = Pick<LocalCluster, 'name' | 'client' | 'server'> & {
+  pki: { ca: { cert: string } };
+};
+
 export async function startAddon(
-  hub: LocalCluster,
-  managed: LocalCluster[],
+  hub: AddonCluster,
+  managed: AddonCluster[],
   stateDir: string,
   settings: ManagerSettings & { log?: (line: string) => void } = {},
 ): Promise<LocalAddon> {
@@ -76,5 +83,5 @@ export async function startAddon(
       ),
     { timeoutMs: 60_000 },
   );
-  return { runners, stop };
+  return { runners, supervisor, stop };
 }

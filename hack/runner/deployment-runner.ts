@@ -62,6 +62,8 @@ interface Deployment extends KubeObject {
 
 interface Running {
   hash: string;
+  /** The Deployment's uid: a Deployment deleted and created again between two passes is a new one. */
+  uid: string | undefined;
   process?: ManagedProcess;
   spec?: LocalProcessSpec;
   ready: boolean;
@@ -78,20 +80,24 @@ export class DeploymentRunner {
   readonly #running = new Map<string, Running>();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** The pass in progress: stop() waits for it, so no pass starts a process after stop() returns. */
+  #pass: Promise<void> | undefined;
 
   constructor(options: RunnerOptions) {
     this.#o = options;
   }
 
+  /** Starts the passes; after stop(), starts again (a node coming back: its pods start anew). */
   start(): void {
+    this.#stopped = false;
     const tick = async () => {
       if (this.#stopped) return;
       // The next pass is scheduled only after this one ends: passes never overlap.
-      try {
-        await this.sync();
-      } catch (err) {
+      this.#pass = this.sync().catch((err: unknown) => {
         this.#o.log?.(`[runner ${this.#o.clusterName}] sync failed: ${(err as Error).message}`);
-      }
+      });
+      await this.#pass;
+      this.#pass = undefined;
       if (this.#stopped) return;
       this.#timer = setTimeout(tick, this.#o.intervalMs ?? 1000);
     };
@@ -101,6 +107,7 @@ export class DeploymentRunner {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    await this.#pass;
     await Promise.all([...this.#running.values()].map((r) => r.process?.stop()));
     this.#running.clear();
   }
@@ -134,8 +141,15 @@ export class DeploymentRunner {
       await r.process?.stop();
       r = undefined;
     }
+    // Its pod went with the old Deployment, and so did what it ran as (a ServiceAccount deleted with
+    // it leaves the old pod's token rejected): a kubelet would never carry a pod over.
+    if (r && r.uid !== d.metadata.uid) {
+      this.#o.log?.(`[runner ${this.#o.clusterName}] ${k} was deleted and created again: new pod`);
+      await r.process?.stop();
+      r = undefined;
+    }
     if (!r) {
-      r = { hash, ready: false, restarts: 0, nextStart: 0 };
+      r = { hash, uid: d.metadata.uid, ready: false, restarts: 0, nextStart: 0 };
       if (this.#o.remapPorts) {
         r.portMap = new Map();
         for (const p of d.spec.template.spec.containers[0]?.ports ?? []) {
