@@ -13,6 +13,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import {
+  approveCertificateSigningRequest,
+  type CertificateSigningRequestObject,
+} from '../../shared/kube/csr-approval.ts';
 import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
 import type { LocalCluster } from './apiserver.ts';
 import { binaryPath, ocmBuildDir, ocmVersion } from './binaries.ts';
@@ -206,7 +210,7 @@ export async function joinManagedCluster(
   const csr = await waitFor(
     `the registration CSR of ${name}`,
     async () => {
-      const list = await hub.list<CSR>(
+      const list = await hub.list<CertificateSigningRequestObject>(
         `/apis/certificates.k8s.io/v1/certificatesigningrequests?labelSelector=open-cluster-management.io/cluster-name=${name}`,
       );
       return list.items.find((c) => !c.metadata?.labels?.['open-cluster-management.io/addon-name']);
@@ -255,36 +259,13 @@ export async function joinManagedCluster(
   );
 }
 
-interface CSR extends KubeObject {
-  metadata: { name: string; labels?: Record<string, string> };
-  status?: { conditions?: { type: string; status: string }[] };
-}
-
-export async function approveCsr(hub: KubeClient, csr: CSR, reason: string): Promise<void> {
+export async function approveCsr(
+  hub: KubeClient,
+  csr: CertificateSigningRequestObject,
+  reason: string,
+): Promise<void> {
   if (csr.status?.conditions?.some((c) => c.type === 'Approved')) return;
-  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  await hub.request(
-    'PUT',
-    `/apis/certificates.k8s.io/v1/certificatesigningrequests/${csr.metadata.name}/approval`,
-    {
-      body: {
-        ...csr,
-        status: {
-          ...csr.status,
-          conditions: [
-            ...(csr.status?.conditions ?? []),
-            {
-              type: 'Approved',
-              status: 'True',
-              reason,
-              message: 'approved by the local environment',
-              lastUpdateTime: now,
-            },
-          ],
-        },
-      },
-    },
-  );
+  await approveCertificateSigningRequest(hub, csr, reason, 'approved by the local environment');
 }
 
 /** A token of the hub's bootstrap ServiceAccount, which may only create CSRs and ManagedClusters. */

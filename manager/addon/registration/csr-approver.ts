@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
+import { approveCertificateSigningRequest } from '../../../shared/kube/csr-approval.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
 import type { AddonDefinition } from '../addon.ts';
 import { controllerQueue } from '../controller-queue.ts';
@@ -96,25 +97,7 @@ export class CsrApprover {
       }
       return;
     }
-    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    await hub.request('PUT', `${csrCollectionPath()}/${encodeURIComponent(name)}/approval`, {
-      body: {
-        ...csr,
-        status: {
-          ...csr.status,
-          conditions: [
-            ...(csr.status?.conditions ?? []),
-            {
-              type: 'Approved',
-              status: 'True',
-              reason: approvalReason,
-              message: approvalMessage,
-              lastUpdateTime: now,
-            },
-          ],
-        },
-      },
-    });
+    await approveCertificateSigningRequest(hub, csr, approvalReason, approvalMessage);
     log.info({ csr: name, cluster: decision.cluster }, 'CSR approved');
     return undefined;
   }
