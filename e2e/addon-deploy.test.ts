@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
 import { type AddonManagerProcess, startAddonManager } from './support/addon-manager.ts';
@@ -46,7 +47,12 @@ type Deployment = KubeObject & {
     template: {
       metadata: { annotations?: Record<string, string> };
       spec: Record<string, unknown> & {
-        containers: { args: string[]; image: string; env?: { name: string; value: string }[] }[];
+        containers: {
+          args: string[];
+          image: string;
+          env?: { name: string; value: string }[];
+          resources?: unknown;
+        }[];
       };
     };
   };
@@ -304,6 +310,7 @@ describe('addon manager: deploy path', { concurrency: false }, () => {
   });
 
   test('an AddOnDeploymentConfig change rolls the agent out again, on the hub and on cluster1', async () => {
+    const agentResources = { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '192Mi' } };
     const before = await hub.get<Work>(workPath);
     const beforeHash = (manifest(before, 'Deployment') as unknown as Deployment).spec.template.metadata
       .annotations?.['addon.cluster-gateway.oam.dev/config-hash'];
@@ -316,6 +323,7 @@ describe('addon manager: deploy path', { concurrency: false }, () => {
         },
         registries: [{ source: 'registry.example.com/oam-dev', mirror: 'mirror.example.org/cg' }],
         proxyConfig: { httpsProxy: 'http://proxy.example.com:3128', noProxy: '10.0.0.0/8' },
+        resourceRequirements: [{ containerID: 'deployments:*:agent', resources: agentResources }],
       },
     });
     const work = await waitFor(
@@ -332,6 +340,7 @@ describe('addon manager: deploy path', { concurrency: false }, () => {
     assert.equal(pod.containers[0]?.image, 'mirror.example.org/cg/cluster-gateway-ts:e2e');
     assert.deepEqual(pod.nodeSelector, { 'kubernetes.io/os': 'linux' });
     assert.deepEqual(pod.tolerations, [{ key: 'edge', operator: 'Exists' }]);
+    assert.deepEqual(pod.containers[0]?.resources, agentResources);
     assert.deepEqual(
       pod.containers[0]?.env?.filter(
         (e) => e.name === 'HTTPS_PROXY' || e.name === 'NO_PROXY' || e.name === 'NODE_USE_ENV_PROXY',
@@ -350,7 +359,10 @@ describe('addon manager: deploy path', { concurrency: false }, () => {
       'the agent Deployment on cluster1 to be updated',
       async () => {
         const d = await spoke.get<Deployment>(agentPaths(sharedNamespace).deployment);
-        return d.spec.template.spec.containers[0]?.args.includes('--log-level=debug');
+        const agent = d.spec.template.spec.containers[0];
+        return (
+          agent?.args.includes('--log-level=debug') && isDeepStrictEqual(agent.resources, agentResources)
+        );
       },
       { timeoutMs: 30_000 },
     );

@@ -13,7 +13,8 @@
  * - CSR approval for the kube-apiserver-client signer: registration/csr-approver.ts;
  * - the agent's hub Role, RoleBinding and heartbeat Lease in each cluster namespace:
  *   registration/registration-controller.ts. RBAC lets a subject grant only what it
- *   holds, so the manager holds the Lease verbs it grants (get, update, patch);
+ *   holds, so the manager holds the Lease verbs it grants (get, update, patch), and
+ *   `create clustergateways/attach` for each agent's ClusterRole of its tunnel;
  * - leader election over a Lease in its own namespace: leader-election.ts;
  * - the LeaseNotFound webhook's MutatingWebhookConfiguration: health/lease-not-found-webhook.ts.
  */
@@ -111,6 +112,14 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
           resources: ['roles', 'rolebindings'],
           verbs: ['get', 'create', 'patch', 'update'],
         },
+        // Each agent's tunnel grant: a ClusterRole and ClusterRoleBinding per cluster, deleted with
+        // the ManagedClusterAddOn; the manager holds the verb it grants (create clustergateways/attach).
+        {
+          apiGroups: ['rbac.authorization.k8s.io'],
+          resources: ['clusterroles', 'clusterrolebindings'],
+          verbs: ['get', 'create', 'patch', 'update', 'delete'],
+        },
+        { apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways/attach'], verbs: ['create'] },
         {
           apiGroups: ['admissionregistration.k8s.io'],
           resources: ['mutatingwebhookconfigurations'],
@@ -204,7 +213,11 @@ export async function installAddonManager(hub: KubeClient, settings: ManagerSett
 
 /** Deletes what installAddonManager applied (reverse order: the Deployment before its RBAC). */
 export async function uninstallAddonManager(hub: KubeClient, settings: ManagerSettings = {}): Promise<void> {
-  for (const obj of addonManagerManifests(settings).reverse()) await hub.delete(pathOf(obj));
+  // The namespace stays: the gateway's Service lives there too, and deleting it took the aggregated API
+  // (APIService ServiceNotFound) away from every test that ran after an uninstall.
+  for (const obj of addonManagerManifests(settings).reverse()) {
+    if (obj.kind !== 'Namespace') await hub.delete(pathOf(obj));
+  }
 }
 
 function pathOf(obj: KubeObject): string {

@@ -114,7 +114,13 @@ export interface AddOnDeploymentConfigSpec {
   nodePlacement?: { nodeSelector?: Record<string, string>; tolerations?: Toleration[] };
   registries?: { source?: string; mirror: string }[];
   proxyConfig?: { httpProxy?: string; httpsProxy?: string; noProxy?: string; caBundle?: string };
-  resourceRequirements?: unknown[];
+  resourceRequirements?: { containerID: string; resources?: ContainerResources }[];
+}
+
+/** A container's compute resources (core/v1 ResourceRequirements, the parts an agent uses). */
+export interface ContainerResources {
+  requests?: Record<string, string>;
+  limits?: Record<string, string>;
 }
 
 export interface AddOnDeploymentConfig extends KubeObject {

@@ -12,7 +12,7 @@
  */
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import type { AddonDefinition } from '../addon.ts';
-import { type AgentValues, valuesHash } from './deployment-config.ts';
+import { type AgentValues, agentContainerName, valuesHash } from './deployment-config.ts';
 
 /** Where the registration Secret is mounted (OCM's AddOnTemplate convention; the agent's default --hub-kubeconfig). */
 export const hubKubeconfigDir = '/managed/hub-kubeconfig';
@@ -152,7 +152,7 @@ export function agentDeployment(
           ...(values.tolerations.length > 0 ? { tolerations: values.tolerations } : {}),
           containers: [
             {
-              name: 'agent',
+              name: agentContainerName,
               image: values.image,
               imagePullPolicy: 'IfNotPresent',
               command: ['node', '/app/agent/main.ts'],
@@ -172,7 +172,7 @@ export function agentDeployment(
                 periodSeconds: 10,
                 failureThreshold: 6,
               },
-              resources: { requests: { cpu: '10m', memory: '64Mi' }, limits: { memory: '128Mi' } },
+              resources: values.resources,
               securityContext: {
                 allowPrivilegeEscalation: false,
                 readOnlyRootFilesystem: true,

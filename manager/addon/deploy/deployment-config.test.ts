@@ -4,6 +4,8 @@ import { defineAddon } from '../addon.ts';
 import type { ClusterManagementAddOn, ManagedClusterAddOn } from '../resources.ts';
 import {
   agentValues,
+  containerResources,
+  defaultAgentResources,
   deploymentConfigRef,
   InvalidConfigError,
   installNamespace,
@@ -144,6 +146,7 @@ describe('agent values', () => {
       tolerations: [],
       proxy: {},
       logLevel: 'info',
+      resources: defaultAgentResources,
       ignoredVariables: [],
     });
   });
@@ -211,5 +214,39 @@ describe('agent values', () => {
     const c = agentValues(addon, mca(), { customizedVariables: [{ name: 'LOG_LEVEL', value: 'warn' }] });
     assert.equal(valuesHash(a), valuesHash(b));
     assert.notEqual(valuesHash(a), valuesHash(c));
+  });
+
+  test('resourceRequirements: wildcards match the agent container, the last match wins', () => {
+    const big = { requests: { cpu: '50m', memory: '128Mi' }, limits: { memory: '256Mi' } };
+    const small = { requests: { memory: '32Mi' } };
+    assert.deepEqual(containerResources(undefined, 'cluster-gateway-agent', 'agent'), defaultAgentResources);
+    assert.deepEqual(containerResources([{ containerID: '*:*:*', resources: big }], 'x-agent', 'agent'), big);
+    assert.deepEqual(
+      containerResources(
+        [
+          { containerID: 'deployments:*-agent:agent', resources: big },
+          { containerID: 'deployments:cluster-gateway-agent:*', resources: small },
+        ],
+        'cluster-gateway-agent',
+        'agent',
+      ),
+      small,
+    );
+    // Other kinds, names and containers are not ours; regex characters in an ID are literal.
+    for (const containerID of [
+      'daemonsets:*:*',
+      'deployments:other:*',
+      '*:*:sidecar',
+      'deployments:cluster.gateway-agent:*',
+    ]) {
+      assert.deepEqual(
+        containerResources([{ containerID, resources: big }], 'cluster-gateway-agent', 'agent'),
+        defaultAgentResources,
+        containerID,
+      );
+    }
+    const v = agentValues(addon, mca(), { resourceRequirements: [{ containerID: '*:*:*', resources: big }] });
+    assert.deepEqual(v.resources, big);
+    assert.notEqual(valuesHash(v), valuesHash(agentValues(addon, mca(), undefined)));
   });
 });

@@ -13,6 +13,7 @@ import {
   addonGroup,
   type ClusterManagementAddOn,
   type ConfigReferent,
+  type ContainerResources,
   type ManagedClusterAddOn,
   type Toleration,
 } from '../resources.ts';
@@ -35,6 +36,8 @@ export interface AgentValues {
   tolerations: Toleration[];
   proxy: { httpProxy?: string; httpsProxy?: string; noProxy?: string; caBundle?: string };
   logLevel: string;
+  /** The agent container's resources: the defaults, or the last resourceRequirements entry matching it. */
+  resources: ContainerResources;
   /** customizedVariables this agent does not know (reported, never passed on). */
   ignoredVariables: string[];
 }
@@ -115,11 +118,46 @@ function overrideImageDirectly(sourceIn: string, mirrorIn: string, image: string
   return `${mirror}${image.slice(source.length)}`;
 }
 
+/** The agent Deployment's only container. */
+export const agentContainerName = 'agent';
+/** What the agent asks for without a config: measured idle RSS is about 80 MB (docs/benchmarks.md). */
+export const defaultAgentResources: ContainerResources = {
+  requests: { cpu: '10m', memory: '64Mi' },
+  limits: { memory: '128Mi' },
+};
+
+/**
+ * addon-framework's resourceRequirements: `containerID` is `<kind>:<name>:<container>`, `*` in any part
+ * matches anything, and the last matching entry wins (whole, as its requests and limits are given).
+ */
+export function containerResources(
+  requirements: AddOnDeploymentConfigSpec['resourceRequirements'],
+  deployment: string,
+  container: string,
+): ContainerResources {
+  let result = defaultAgentResources;
+  for (const requirement of requirements ?? []) {
+    const parts = requirement.containerID.split(':');
+    if (parts.length !== 3) continue; // the CRD's pattern rejects these; never guess
+    const wanted = ['deployments', deployment, container];
+    if (parts.every((part, i) => wildcardMatch(part, wanted[i] ?? ''))) result = requirement.resources ?? {};
+  }
+  return result;
+}
+
+function wildcardMatch(pattern: string, value: string): boolean {
+  const regex = pattern
+    .split('*')
+    .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${regex}$`).test(value);
+}
+
 /** Variables of customizedVariables the agent understands. */
 export const knownVariables = ['LOG_LEVEL'] as const;
 
 export function agentValues(
-  addon: Pick<AddonDefinition, 'defaultInstallNamespace' | 'agentImage'>,
+  addon: Pick<AddonDefinition, 'defaultInstallNamespace' | 'agentImage' | 'agentName'>,
   mca: ManagedClusterAddOn,
   spec: AddOnDeploymentConfigSpec | undefined,
   where = 'the AddOnDeploymentConfig',
@@ -162,6 +200,7 @@ export function agentValues(
   }
   return {
     installNamespace: namespace,
+    resources: containerResources(spec?.resourceRequirements, addon.agentName, agentContainerName),
     image: overrideImage(spec?.registries, addon.agentImage),
     nodeSelector: { ...(spec?.nodePlacement?.nodeSelector ?? {}) },
     tolerations: [...(spec?.nodePlacement?.tolerations ?? [])],
