@@ -7,7 +7,8 @@
  * A recorder watches every ManagedClusterAddOn of ours through `clusteradm
  * addon enable` on both clusters, disable/enable cycles on cluster2, an
  * agent kill and restart, a stop and start of cluster1's kube-apiserver, a
- * manager kill and restart, and a switch to OCM's Lease health mode and back;
+ * manager kill and restart, a switch to OCM's Lease health mode and back, and
+ * install strategy Placements (OCM's placement scheduler and addon manager);
  * then asserts on every status it saw and prints the timeline.
  *
  * The managed kube-apiserver is the shared environment's (owned by the global
@@ -43,10 +44,18 @@ const webhookConfigPath = `/apis/admissionregistration.k8s.io/v1/mutatingwebhook
 const agentDeployment = `open-cluster-management-agent-addon/${addon}-agent`;
 const agentProcessName = `cluster1-open-cluster-management-agent-addon-${addon}-agent`;
 const managerProcessName = `hub-${managerNamespace}-cluster-gateway-addon-manager`;
+const placementName = 'cluster-gateway-e2e';
+const placementLabel = 'e2e.cluster-gateway.oam.dev/placement';
+const placementPath = `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${managerNamespace}/placements/${placementName}`;
 
 type Cond = { type: string; status: string; reason?: string; message?: string };
 type Mca = {
-  metadata: { name: string; namespace: string; resourceVersion?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    resourceVersion?: string;
+    ownerReferences?: { kind: string }[];
+  };
   status?: { healthCheck?: { mode?: string }; conditions?: Cond[] };
 };
 
@@ -236,6 +245,17 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     for (const c of clusters) await gone(c, 60_000).catch(() => {});
     await local?.stop();
     if (hub) {
+      await hub.delete(placementPath);
+      await hub.delete(
+        `/apis/cluster.open-cluster-management.io/v1beta2/namespaces/${managerNamespace}/managedclustersetbindings/global`,
+      );
+      for (const c of clusters) {
+        await hub
+          .mergePatch(`/apis/cluster.open-cluster-management.io/v1/managedclusters/${c}`, {
+            metadata: { labels: { [placementLabel]: null } },
+          })
+          .catch(() => {});
+      }
       await uninstallAddonManager(hub);
       if (!webhookExisted) await hub.delete(webhookConfigPath);
       if (!cmaExisted) await hub.delete(cmaPath);
@@ -258,11 +278,11 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     for (const c of clusters) assert.match(table, new RegExp(`^${c}\\s+${addon}\\s+True\\b`, 'm'));
   });
 
-  // The issue asks for 20 cycles. At about the 10th, OCM v1.3.1's work agent on cluster2 stopped applying the
-  // re-created ManifestWork (its log: "object has been modified" while removing its finalizer) and the addon
-  // stayed WorkNotApplied: an open bug of the disable/enable path (issue 8), not hidden. Until it is fixed the
-  // suite runs the cycles that pass reliably.
-  const cycles = Number(process.env.LIFECYCLE_CYCLES ?? 3);
+  // Every enable makes OCM's registration agent ask for a new certificate, and it stops asking while 10 CSRs
+  // of the addon exist on the hub (the hub deletes issued ones after an hour): without the manager deleting the
+  // CSRs of a disabled addon, the 10th cycle left the agent without a credential (ClusterCertificateRotated
+  // "Stop creating csr since there are too many csr created already on hub").
+  const cycles = 20;
   test(`${cycles} disable/enable cycles on cluster2: each back to Available True, each disable cleaned up`, async () => {
     const c = 'cluster2';
     const from = recorder.mark(`${cycles} disable/enable cycles on cluster2`);
@@ -278,6 +298,15 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
       if (i === 0) console.log(`[lifecycle] cycle 1: re-enable -> True ${seconds(Date.now() - enabledAt)} s`);
     }
     const to = recorder.mark('cycles done');
+    const csrs = await hub.list(
+      `/apis/certificates.k8s.io/v1/certificatesigningrequests?labelSelector=${encodeURIComponent(
+        `open-cluster-management.io/cluster-name=${c},open-cluster-management.io/addon-name=${addon}`,
+      )}`,
+    );
+    console.log(
+      `[lifecycle] CSRs of cluster2's addon on the hub after ${cycles} cycles: ${csrs.items.length}`,
+    );
+    assert.ok(csrs.items.length < 10, `the CSRs of disabled addons are deleted (${csrs.items.length} left)`);
     console.log(`[lifecycle] cycle durations (s): ${durations.join(' ')}`);
     const events = recorder.between(c, from, to);
     assert.equal(
@@ -411,6 +440,67 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
       clusters.map((c) => waitAvailable(c, agentAvailable, 'Customized, Available True', 60_000)),
     );
     console.log(`[lifecycle] back to Customized in ${seconds(Date.now() - restoredAt)} s`);
+  });
+
+  test('install strategy Placements: OCM adds and removes the addons its Placement decides, the manager follows', async () => {
+    const clusterPath = (c: string) => `/apis/cluster.open-cluster-management.io/v1/managedclusters/${c}`;
+    const label = (c: string, value: string | null) =>
+      hub.mergePatch(clusterPath(c), { metadata: { labels: { [placementLabel]: value } } });
+    await label('cluster2', 'in');
+    await hub.apply(
+      `/apis/cluster.open-cluster-management.io/v1beta2/namespaces/${managerNamespace}/managedclustersetbindings/global`,
+      {
+        apiVersion: 'cluster.open-cluster-management.io/v1beta2',
+        kind: 'ManagedClusterSetBinding',
+        metadata: { name: 'global', namespace: managerNamespace },
+        spec: { clusterSet: 'global' },
+      },
+      'e2e',
+    );
+    await hub.apply(
+      placementPath,
+      {
+        apiVersion: 'cluster.open-cluster-management.io/v1beta1',
+        kind: 'Placement',
+        metadata: { name: placementName, namespace: managerNamespace },
+        spec: {
+          clusterSets: ['global'],
+          predicates: [
+            { requiredClusterSelector: { labelSelector: { matchLabels: { [placementLabel]: 'in' } } } },
+          ],
+        },
+      },
+      'e2e',
+    );
+    const switchedAt = recorder.mark(
+      `manager Deployment: --install-placements=${managerNamespace}/${placementName}`,
+    );
+    await installAddonManager(hub, { args: [`--install-placements=${managerNamespace}/${placementName}`] });
+    // cluster1 is not in the Placement: OCM deletes its addon, and the manager its ManifestWork.
+    await gone('cluster1', 60_000);
+    const removedAt = Date.now();
+    const stayed = await get('cluster2');
+    assert.ok(stayed, "cluster2's addon, in the Placement, stays");
+    await waitAvailable('cluster2', agentAvailable, 'Available True (in the Placement)');
+    // cluster1 joins the Placement: OCM creates its addon, and the manager deploys it as after an enable.
+    const joinedAt = recorder.mark('cluster1 labelled into the Placement');
+    await label('cluster1', 'in');
+    const trueAt = await waitAvailable(
+      'cluster1',
+      agentAvailable,
+      'Available True (joined the Placement)',
+      60_000,
+    );
+    const created = await get('cluster1');
+    assert.ok(
+      created?.metadata.ownerReferences?.some((o) => o.kind === 'ClusterManagementAddOn'),
+      "cluster1's addon was created by OCM's addon manager for the Placement",
+    );
+    console.log(
+      `[lifecycle] Placements: cluster1 out -> addon removed ${seconds(removedAt - switchedAt)} s; in -> Available True ${seconds(trueAt - joinedAt)} s`,
+    );
+    recorder.mark('manager Deployment: installStrategy Manual again');
+    await installAddonManager(hub);
   });
 
   test('every status the recorder saw: never LeaseNotFound, always a reason and message; the timeline', () => {

@@ -8,7 +8,7 @@
 #   OCM_VERSION=1.2.1 hack/install-binaries.sh    another OCM release (one of hack/tools/ocm/v*)
 #   BIN_DIR=/some/dir hack/install-binaries.sh
 #
-# OCM (registration, work, addon, its CRDs) and clusteradm, built against that
+# OCM (registration, work, addon, placement, its CRDs) and clusteradm, built against that
 # same OCM, go per OCM release into .cache/ocm/v<version>/{bin,crds}: switching
 # releases never rebuilds, and never replaces files under a running environment.
 # The default release is hack/tools/ocm/default-version.
@@ -156,7 +156,7 @@ build etcd "$TOOLS/etcd" "$BIN_DIR" "" cluster-gateway.local/hack/tools/etcd
 HELM_VERSION="$(grep -oE 'helm.sh/helm/v3 v[0-9.]+' "$TOOLS/helm/go.mod" | head -1 | cut -d' ' -f2)"
 build helm "$TOOLS/helm" "$BIN_DIR" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" helm.sh/helm/v3/cmd/helm
 build --ocm ocm "$OCM_PINS/ocm" "$OCM_OUT/bin" "" \
-  "$OCM_MODULE/cmd/registration" "$OCM_MODULE/cmd/work" "$OCM_MODULE/cmd/addon"
+  "$OCM_MODULE/cmd/registration" "$OCM_MODULE/cmd/work" "$OCM_MODULE/cmd/addon" "$OCM_MODULE/cmd/placement"
 build --ocm clusteradm "$OCM_PINS/clusteradm" "$OCM_OUT/bin" "" open-cluster-management.io/clusteradm/cmd/clusteradm
 
 # OCM's CRDs, exactly as the OCM release ships them (hub: cluster-manager;

@@ -89,7 +89,12 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
           verbs: readWatch,
         },
         { apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways'], verbs: readWatch },
-        { apiGroups: ['certificates.k8s.io'], resources: ['certificatesigningrequests'], verbs: readWatch },
+        // delete: the CSRs it approved for an addon once the addon is disabled (registration/csr-approver.ts).
+        {
+          apiGroups: ['certificates.k8s.io'],
+          resources: ['certificatesigningrequests'],
+          verbs: [...readWatch, 'delete'],
+        },
         {
           apiGroups: ['certificates.k8s.io'],
           resources: ['certificatesigningrequests/approval'],

@@ -57,7 +57,7 @@ export function ocmBuildDir(version = ocmVersion()): string {
 const envtestBinaries = new Set(['kube-apiserver', 'etcd', 'kubectl']);
 
 /** Built per OCM release, into ocmBuildDir()/bin. */
-const ocmBinaries = new Set(['registration', 'work', 'addon', 'clusteradm']);
+const ocmBinaries = new Set(['registration', 'work', 'addon', 'placement', 'clusteradm']);
 
 export type BinaryName =
   | 'kube-apiserver'
@@ -67,6 +67,7 @@ export type BinaryName =
   | 'registration'
   | 'work'
   | 'addon'
+  | 'placement'
   | 'clusteradm'
   | 'helm';
 

@@ -57,7 +57,7 @@ export async function startOcmHub(
   for (const ns of [hubNamespace, bootstrapNamespace]) await ensureNamespace(client, ns);
 
   // The addon CRDs serve v1alpha1 and v1beta1 and convert through OCM's webhook.
-  const [webhookPort, registrationListen, addonListen] = await freePorts(3);
+  const [webhookPort, registrationListen, addonListen, placementListen] = await freePorts(4);
   const certDir = path.join(stateDir, 'ocm-hub', 'webhook-certs');
   mkdirSync(certDir, { recursive: true });
   const webhookCert = await hub.pki.ca.issue({
@@ -121,6 +121,17 @@ export async function startOcmHub(
       '--disable-leader-election',
     ],
   });
+  // Schedules Placements: OCM's addon manager installs an addon whose install strategy is Placements on
+  // the clusters their PlacementDecisions name.
+  const placement = supervisor.start('hub-ocm-placement-controller', binaryPath('placement'), {
+    args: [
+      'controller',
+      `--kubeconfig=${hub.kubeconfig}`,
+      `--namespace=${hubNamespace}`,
+      `--listen=127.0.0.1:${placementListen}`,
+      '--disable-leader-election',
+    ],
+  });
   // The conversion webhook must answer before anything reads v1beta1 addons.
   await waitFor(
     'the OCM addon conversion webhook to serve',
@@ -134,6 +145,7 @@ export async function startOcmHub(
         webhook.assertRunning();
         registration.assertRunning();
         addonManager.assertRunning();
+        placement.assertRunning();
       },
     },
   );

@@ -68,6 +68,21 @@ const table: {
     message: /create ManifestWork cluster1\/addon-cluster-gateway-deploy-0/,
   },
   {
+    name: 'agent without a hub credential: OCM halted its CSRs',
+    change: {
+      deployment: { state: 'unavailable', availableReplicas: 0, replicas: 1 },
+      credential: {
+        status: 'False',
+        reason: 'ClientCertificateUpdateFailed',
+        message: 'Stop creating csr since there are too many csr created already on hub',
+      },
+    },
+    status: 'False',
+    reason: 'AgentCredentialNotIssued',
+    message:
+      /waits for its hub credential.*too many csr.*kubectl get csr -l open-cluster-management.io\/cluster-name=cluster1/,
+  },
+  {
     name: 'work pending',
     change: { work: { state: 'pending' } },
     status: 'Unknown',

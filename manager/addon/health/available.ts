@@ -32,6 +32,13 @@ export type GatewayObservation =
   /** The clustergateways API is not served (gateway not installed) or did not answer: not held against the agent. */
   { state: 'unknown' } | { state: 'healthy' } | { state: 'unhealthy'; reason: string };
 
+/**
+ * The addon's ClusterCertificateRotated condition, which OCM's registration agent writes: False when it
+ * could not get the agent a hub certificate (for example "Stop creating csr since there are too many csr
+ * created already on hub"). Undefined when absent.
+ */
+export type CredentialObservation = { status: string; reason?: string; message?: string } | undefined;
+
 export interface HealthObservations {
   addonName: string;
   cluster: string;
@@ -43,6 +50,7 @@ export interface HealthObservations {
   deployment: DeploymentObservation;
   heartbeat: HeartbeatObservation;
   gateway: GatewayObservation;
+  credential?: CredentialObservation;
   /** A heartbeat older than this is stale. */
   heartbeatStaleSeconds: number;
 }
@@ -56,6 +64,7 @@ export const availableReasons = [
   'WorkApplyFailed',
   'AgentDeploymentNoFeedback',
   'AgentDeploymentUnavailable',
+  'AgentCredentialNotIssued',
   'HeartbeatLeaseNotFound',
   'WaitingForFirstHeartbeat',
   'HeartbeatStale',
@@ -115,6 +124,15 @@ export function computeAvailable(o: HealthObservations): ConditionVerdict {
     );
   }
   if (d.state === 'unavailable') {
+    // The agent mounts the hub kubeconfig Secret that registration produces: without a certificate it
+    // never starts, and the cause is OCM's, not the pod's.
+    if (o.credential?.status === 'False') {
+      return verdict(
+        'False',
+        'AgentCredentialNotIssued',
+        `agent Deployment ${o.agentDeployment} on ${o.cluster} waits for its hub credential, which OCM's registration agent did not obtain (ClusterCertificateRotated ${o.credential.reason ?? 'False'}: ${o.credential.message ?? 'no message'}); see the CSRs of the addon: kubectl get csr -l open-cluster-management.io/cluster-name=${o.cluster},open-cluster-management.io/addon-name=${o.addonName}`,
+      );
+    }
     return verdict(
       'False',
       'AgentDeploymentUnavailable',

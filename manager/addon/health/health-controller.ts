@@ -168,6 +168,7 @@ export class HealthController {
         now,
       ),
       gateway: observeGateway(i.clusterGateways?.get(cluster), gatewayServed),
+      credential: addon.status?.conditions?.find((c) => c.type === 'ClusterCertificateRotated'),
       heartbeatStaleSeconds: this.#staleSeconds,
     };
   }

@@ -2,6 +2,15 @@
  * Approves the addon agent's CSRs (see csr-approval.ts for which ones); the
  * hub's kube-controller-manager then signs them. A CSR that fails the check is
  * left pending, logged once with the reason.
+ *
+ * And once an addon is disabled, deletes the CSRs it approved for it. OCM's
+ * registration agent stops asking for a certificate while 10 CSRs of the
+ * addon exist on the hub (ocm csr.go addonCSRThreshold, "Stop creating csr
+ * since there are too many csr created already on hub"), and the hub's CSR
+ * cleaner deletes issued ones only after an hour: so the 10th enable of an
+ * hour (each asks for a new certificate) left the agent without a credential
+ * for good. An approved CSR of a disabled addon is of no use to anyone;
+ * pending or denied ones (someone else's, perhaps forged) are left as found.
  */
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
@@ -13,11 +22,20 @@ import type { AddonMetrics } from '../metrics.ts';
 import type { WorkQueue } from '../work-queue.ts';
 import { type CertificateSigningRequest, decideCsr, isDecided } from './csr-approval.ts';
 import type { ManagedClusterAddOn } from './managed-cluster-addon.ts';
-import { addonNameLabel } from './subject.ts';
+import { addonNameLabel, clusterNameLabel } from './subject.ts';
 
 /** addon-framework's reason and message (certificate/csrapprove.go), familiar to OCM users. */
 export const approvalReason = 'AutoApprovedByHubCSRApprovingController';
 export const approvalMessage = 'Auto approving addon agent certificate.';
+
+const cleanupPrefix = 'cleanup/';
+
+/** Approved, and by this manager (our reason): never another approver's decision. */
+function isApprovedByUs(csr: CertificateSigningRequest): boolean {
+  return (csr.status?.conditions ?? []).some(
+    (c) => c.type === 'Approved' && c.status !== 'False' && c.reason === approvalReason,
+  );
+}
 
 export function csrCollectionPath(): string {
   return '/apis/certificates.k8s.io/v1/certificatesigningrequests';
@@ -64,7 +82,10 @@ export class CsrApprover {
       onDelete: (csr) => this.#reported.delete(csr.metadata.name),
     });
     // A CSR may be judged before its addon shows up in our cache: look again when it does.
-    const offAddons = addons.on({ onAdd: () => csrs.list().forEach(enqueue) });
+    const offAddons = addons.on({
+      onAdd: () => csrs.list().forEach(enqueue),
+      onDelete: (mca) => this.#queueCleanup(mca.metadata.namespace),
+    });
     signal.addEventListener(
       'abort',
       () => {
@@ -74,10 +95,41 @@ export class CsrApprover {
       { once: true },
     );
     csrs.list().forEach(enqueue);
+    // Disabled while no manager ran: the approved CSRs of addons that no longer exist.
+    for (const csr of csrs.list())
+      if (isDecided(csr)) this.#queueCleanup(csr.metadata.labels?.[clusterNameLabel]);
     this.#queue.start(signal);
   }
 
-  async reconcile(name: string): Promise<undefined> {
+  /** Cleanup keys never collide with CSR names: `/` is not allowed in an object name. */
+  #queueCleanup(cluster: string | undefined): void {
+    if (cluster) this.#queue.add(`${cleanupPrefix}${cluster}`);
+  }
+
+  /** Deletes the approved CSRs of `cluster`'s addon, if the addon is gone (it may have come back since). */
+  async cleanup(cluster: string): Promise<void> {
+    const { hub, addon, log, informers } = this.#deps;
+    if (informers.managedClusterAddOns.get(`${cluster}/${addon.name}`)) return;
+    const approved = informers.certificateSigningRequests
+      .list()
+      .filter(
+        (csr) =>
+          csr.metadata.labels?.[addonNameLabel] === addon.name &&
+          csr.metadata.labels?.[clusterNameLabel] === cluster &&
+          isApprovedByUs(csr),
+      );
+    for (const csr of approved) await hub.delete(`${csrCollectionPath()}/${csr.metadata.name}`);
+    if (approved.length > 0) {
+      log.info({ cluster, csrs: approved.length }, 'addon disabled: deleted the CSRs approved for it');
+    }
+  }
+
+  async reconcile(key: string): Promise<undefined> {
+    if (key.startsWith(cleanupPrefix)) {
+      await this.cleanup(key.slice(cleanupPrefix.length));
+      return;
+    }
+    const name = key;
     const { hub, addon, log, informers } = this.#deps;
     const addonName = addon.name;
     const csr = informers.certificateSigningRequests.get(name);

@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package tools pins the Open Cluster Management v1.3.1 commands that hack/
-// builds: the hub side (registration controller, addon manager and its
+// builds: the hub side (registration controller, placement scheduler, addon manager and its
 // conversion webhook) and the klusterlet agents (registration, work).
 //
 // The module proxy may refuse OCM v1.3.1's module zip (it serves the go.mod),
@@ -12,6 +12,7 @@ package tools
 
 import (
 	_ "open-cluster-management.io/ocm/cmd/addon"
+	_ "open-cluster-management.io/ocm/cmd/placement"
 	_ "open-cluster-management.io/ocm/cmd/registration"
 	_ "open-cluster-management.io/ocm/cmd/work"
 )
