@@ -5,7 +5,6 @@
  * earn a framework's memory.
  */
 import http from 'node:http';
-import type { AgentMetrics } from './metrics.ts';
 import type { Health } from './renewer.ts';
 
 export interface Probes {
@@ -14,7 +13,12 @@ export interface Probes {
   ready(): Health;
 }
 
-export function createAgentServer(probes: Probes, metrics: AgentMetrics): http.Server {
+/** Anything that renders Prometheus text: AgentMetrics, plus the tunnel's when it runs. */
+export interface MetricsSource {
+  render(): string;
+}
+
+export function createAgentServer(probes: Probes, metrics: MetricsSource): http.Server {
   return http.createServer((req, res) => {
     const url = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {

@@ -20,6 +20,9 @@ import { type AgentOptions, helpText, parseOptions } from './options.ts';
 import { ReloadingClient } from './reloading-client.ts';
 import { Renewer } from './renewer.ts';
 import { serviceAccountOwner } from './service-account.ts';
+import { TunnelMetrics } from './tunnel/metrics.ts';
+import { relayTargetOf } from './tunnel/relay.ts';
+import { TunnelClient } from './tunnel/tunnel-client.ts';
 
 const readOptional = (file: string): string | undefined => {
   try {
@@ -85,6 +88,25 @@ const renewer = new Renewer({
   log,
 });
 
+// The reverse tunnel (agent/tunnel). Imported statically although it can be turned off: the image
+// warms Node's compile cache with `--help`, which a dynamic import would miss, and a module stripped
+// at run time keeps Node's TypeScript stripper in memory (about 22 MB, docs/benchmarks.md); node:http2
+// itself costs about 4 MB.
+const tunnelMetrics = new TunnelMetrics();
+const stop = new AbortController();
+let tunnelLoop: Promise<void> | undefined;
+if (options.tunnel) {
+  tunnelLoop = new TunnelClient({
+    cluster: options.clusterName,
+    // Read fresh for every attach and compared every few seconds: OCM rotates the certificate.
+    loadHub: () => loadKubeconfig(options.hubKubeconfig),
+    // The managed apiserver as this agent reaches it (kubeconfig or in-cluster), and nothing else.
+    target: () => relayTargetOf(loadSpoke().server),
+    metrics: tunnelMetrics,
+    log: log.child({ loop: 'tunnel' }),
+  }).run(stop.signal);
+}
+
 const server = createAgentServer(
   {
     live: () => {
@@ -97,7 +119,7 @@ const server = createAgentServer(
     },
     ready: () => renewer.health,
   },
-  metrics,
+  { render: () => metrics.render() + (options.tunnel ? tunnelMetrics.render() : '') },
 );
 server.listen(options.port, options.bindAddress, () => {
   const address = server.address();
@@ -108,6 +130,7 @@ server.listen(options.port, options.bindAddress, () => {
       spokeLease: `${options.installNamespace}/${options.addonName}`,
       intervalSeconds: options.renewIntervalSeconds,
       jitter: options.renewJitter,
+      tunnel: options.tunnel,
     },
     'agent started',
   );
@@ -117,7 +140,6 @@ server.on('error', (err) => {
   process.exit(1);
 });
 
-const stop = new AbortController();
 const loop = renewer.run(stop.signal);
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, async () => {
@@ -125,6 +147,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stop.abort();
     server.close();
     await loop;
+    await tunnelLoop;
     hub.close();
     spoke.close();
     process.exit(0);

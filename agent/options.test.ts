@@ -10,7 +10,7 @@ import {
 
 const none: Environment = { env: {}, readFile: () => undefined };
 
-test('defaults: OCM mount path, default install namespace, 5 s renewals with 20 % jitter', () => {
+test('defaults: OCM mount path, default install namespace, 5 s renewals with 20 % jitter, tunnel on', () => {
   assert.deepEqual(parseOptions(['--cluster-name=cluster1'], none), {
     clusterName: 'cluster1',
     addonName: 'cluster-gateway',
@@ -21,7 +21,10 @@ test('defaults: OCM mount path, default install namespace, 5 s renewals with 20 
     bindAddress: '0.0.0.0',
     port: 8080,
     logLevel: 'info',
+    tunnel: true,
   });
+  const off = parseOptions(['--cluster-name=cluster1', '--tunnel=false'], none) as { tunnel: boolean };
+  assert.equal(off.tunnel, false);
 });
 
 test('install namespace: flag, then POD_NAMESPACE, then the ServiceAccount namespace file', () => {

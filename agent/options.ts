@@ -3,7 +3,7 @@
  * The manager renders the agent Deployment's args from these names
  * (manager/addon/deploy), so renaming one is a breaking change for both.
  */
-import { flagHelpLines, integer, logLevel, OptionsError, parseFlags } from '../shared/cli-flags.ts';
+import { bool, flagHelpLines, integer, logLevel, OptionsError, parseFlags } from '../shared/cli-flags.ts';
 
 export { OptionsError };
 
@@ -24,6 +24,8 @@ export interface AgentOptions {
   bindAddress: string;
   port: number;
   logLevel: string;
+  /** Hold the reverse tunnel to the gateway through the hub kube-apiserver (agent/tunnel). */
+  tunnel: boolean;
 }
 
 /** Where OCM's addon-framework and AddOnTemplate mount the registration Secret. */
@@ -71,6 +73,11 @@ const flags = {
   },
   port: { type: 'string', default: '8080', help: 'port of the HTTP endpoint (/healthz, /readyz, /metrics)' },
   'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error or fatal' },
+  tunnel: {
+    type: 'string',
+    default: 'true',
+    help: "hold a reverse tunnel to the gateway (an upgrade on clustergateways/<cluster>/attach of the hub kube-apiserver, with the hub credential) and relay the gateway's connections to this cluster's kube-apiserver",
+  },
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
@@ -121,6 +128,7 @@ export function parseOptions(argv: string[], environment: Environment): AgentOpt
     bindAddress: str('bind-address') ?? '0.0.0.0',
     port: integer('port', str('port'), 0, 65535),
     logLevel: logLevel(str('log-level') ?? 'info'),
+    tunnel: bool('tunnel', str('tunnel')),
   };
 }
 

@@ -29,13 +29,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import { repoRoot } from '../../hack/localenv/binaries.ts';
 import { type Environment, startEnvironment } from '../../hack/localenv/environment.ts';
 import { freePort } from '../../hack/localenv/ports.ts';
 import type { ManagedProcess } from '../../hack/localenv/supervisor.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
+import { loadKubeconfig } from '../../shared/kube/kubeconfig.ts';
+import { cpuUsage, percentile, rssKb } from './measure.ts';
 
 const stateDir = path.join(repoRoot, '.local', 'bench');
 const objectPath = '/api/v1/namespaces/default';
@@ -102,12 +103,7 @@ interface Result {
 }
 
 async function kubeconfigTls(file: string): Promise<{ server: string; tls: Tls }> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(file);
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new Error(`${file} has no current cluster`);
-  const options: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(options);
+  const { server, options } = loadKubeconfig(file);
   if (!options.ca || !options.cert || !options.key) throw new Error(`${file} has no client certificate`);
   return {
     server,
@@ -203,33 +199,6 @@ async function measure(target: Target, flags: Flags, gatewayPid: number): Promis
   } finally {
     agent.destroy();
   }
-}
-
-/**
- * CPU time of a process, all threads (/proc/<pid>/stat utime + stime, in
- * 10 ms ticks), and how long its main thread was runnable but waiting for a
- * CPU (/proc/<pid>/schedstat run_delay, ns): on a busy 2-core machine the
- * latter is where much of the added latency goes.
- */
-function cpuUsage(pid: number): { cpuMs: number; waitMs: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from 3 (state) on
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
-  const schedstat = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ');
-  return { cpuMs: ticks * 10, waitMs: Number(schedstat[1]) / 1e6 };
-}
-
-function rssKb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-  if (!match) throw new Error(`no VmRSS in /proc/${pid}/status`);
-  return Number(match[1]);
-}
-
-/** Nearest-rank percentile of sorted values. */
-function percentile(sorted: Float64Array, p: number): number {
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1] ?? Number.NaN;
 }
 
 /** Sum of apiserver_request_total on the hub for the resources and verbs the gateway could call, by key. */

@@ -68,3 +68,33 @@ export async function revokeOnHub(hub: KubeClient, name: string): Promise<void> 
   await hub.delete(`${rbac}/clusterrolebindings/${name}`);
   await hub.delete(`${rbac}/clusterroles/${name}`);
 }
+
+/**
+ * Applies Role `name` with `rules` in `namespace` and binds it to `subjects`
+ * (a RoleBinding also called `name`), on any cluster: permissions limited to
+ * one namespace. Deleting the namespace takes both away.
+ */
+export async function grantInNamespace(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  subjects: Subject[],
+  rules: PolicyRule[],
+): Promise<void> {
+  await client.apply(
+    `${rbac}/namespaces/${namespace}/roles/${name}`,
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name, namespace }, rules },
+    'e2e',
+  );
+  await client.apply(
+    `${rbac}/namespaces/${namespace}/rolebindings/${name}`,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects,
+    },
+    'e2e',
+  );
+}

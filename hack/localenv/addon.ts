@@ -35,6 +35,31 @@ export async function startAddon(
   stateDir: string,
   settings: ManagerSettings & { log?: (line: string) => void } = {},
 ): Promise<LocalAddon> {
+  const pods = startPodRunners(hub, managed, stateDir, settings.log);
+  await installAddonManager(hub.client, settings);
+  // `clusteradm addon enable` refuses an addon without its ClusterManagementAddOn: the manager creates it.
+  const addonName = settings.addonName ?? 'cluster-gateway';
+  await waitFor(
+    `the addon manager to declare ClusterManagementAddOn ${addonName}`,
+    () =>
+      hub.client.getOptional(
+        `/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/${addonName}`,
+      ),
+    { timeoutMs: 60_000 },
+  );
+  return pods;
+}
+
+/**
+ * The process runners alone (the kubelets of this machine): what runs this project's Deployments on the
+ * hub and on every managed cluster, whoever installs them (installAddonManager, or helm in e2e/install).
+ */
+export function startPodRunners(
+  hub: AddonCluster,
+  managed: AddonCluster[],
+  stateDir: string,
+  log?: (line: string) => void,
+): LocalAddon {
   // What the image build does: fill Node's compile cache, so an agent whose Deployment sets
   // NODE_COMPILE_CACHE=/app/.cache/node-compile-cache never loads the TypeScript stripper (~22 MB;
   // docs/benchmarks.md, "Agent footprint").
@@ -58,7 +83,7 @@ export async function startAddon(
         pathMap: { '/app': repoRoot },
         remapPorts: true,
         intervalMs: 500,
-        ...(settings.log ? { log: settings.log } : {}),
+        ...(log ? { log } : {}),
       }),
   );
   for (const runner of runners) runner.start();
@@ -72,16 +97,5 @@ export async function startAddon(
   const stopOnSignal = () => void stop();
   process.once('SIGINT', stopOnSignal);
   process.once('SIGTERM', stopOnSignal);
-  await installAddonManager(hub.client, settings);
-  // `clusteradm addon enable` refuses an addon without its ClusterManagementAddOn: the manager creates it.
-  const addonName = settings.addonName ?? 'cluster-gateway';
-  await waitFor(
-    `the addon manager to declare ClusterManagementAddOn ${addonName}`,
-    () =>
-      hub.client.getOptional(
-        `/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/${addonName}`,
-      ),
-    { timeoutMs: 60_000 },
-  );
   return { runners, supervisor, stop };
 }

@@ -13,7 +13,7 @@ import { requestServiceAccountToken } from '../../shared/kube/service-account-to
 import type { LocalCluster } from './apiserver.ts';
 import { repoRoot } from './binaries.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
-import { ensureNamespace } from './ocm.ts';
+import { applyCrds, ensureNamespace } from './ocm.ts';
 import { freePort } from './ports.ts';
 import type { ManagedProcess, Supervisor } from './supervisor.ts';
 import { waitForConditions } from './wait.ts';
@@ -41,6 +41,8 @@ export async function startGateway(
   const client = hub.client;
   await ensureNamespace(client, gatewayNamespace);
   await ensureNamespace(client, credentialNamespace);
+  // The gateway's own CRDs (ClusterGatewayProxyConfiguration), as the chart installs them.
+  await applyCrds(client, path.join(repoRoot, 'crds'));
   for (const obj of gatewayRbac()) await client.apply(objectPath(obj), obj, fieldManager);
   for (const cluster of managed) await provisionCredential(client, cluster);
 
@@ -184,6 +186,17 @@ export function gatewayRbac(): KubeObject[] {
         },
         { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
         { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+        // Proxy configurations (manager/gateway/identity/): read them, report each one's validity on its status.
+        {
+          apiGroups: ['gateway.cluster.core.oam.dev'],
+          resources: ['clustergatewayproxyconfigurations'],
+          verbs: ['get', 'list', 'watch'],
+        },
+        {
+          apiGroups: ['gateway.cluster.core.oam.dev'],
+          resources: ['clustergatewayproxyconfigurations/status'],
+          verbs: ['patch'],
+        },
       ],
     },
     {

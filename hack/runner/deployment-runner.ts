@@ -153,7 +153,8 @@ export class DeploymentRunner {
       if (this.#o.remapPorts) {
         r.portMap = new Map();
         for (const p of d.spec.template.spec.containers[0]?.ports ?? []) {
-          r.portMap.set(p.containerPort, await freePort());
+          // A hostPort is the port on the node, as the kubelet binds it: kept, not remapped.
+          r.portMap.set(p.containerPort, p.hostPort ?? (await freePort()));
         }
       }
       this.#running.set(k, r);

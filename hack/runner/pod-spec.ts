@@ -23,7 +23,7 @@ export interface Container {
   command?: string[];
   args?: string[];
   env?: EnvVar[];
-  ports?: { name?: string; containerPort: number }[];
+  ports?: { name?: string; containerPort: number; hostPort?: number }[];
   volumeMounts?: { name: string; mountPath: string; subPath?: string; readOnly?: boolean }[];
   readinessProbe?: Probe;
   livenessProbe?: Probe;

@@ -21,6 +21,7 @@ import { SpecHashController } from './configs/spec-hash-controller.ts';
 import { DeployController } from './deploy/deploy-controller.ts';
 // ---- engineer B: registration and health
 import { deploymentConfigRef, installNamespace } from './deploy/deployment-config.ts';
+import { setUpGatewayDeploy } from './gateway-deploy/setup.ts';
 import {
   clusterGatewaysPath,
   HealthController,
@@ -46,6 +47,7 @@ import {
   type ManifestWork,
   workApi,
 } from './resources.ts';
+import { setUpReleaseOwner } from './uninstall/release-owner.ts';
 import { WebhookCertificate } from './webhook-certificate.ts';
 
 const options = optionsOrExit(() => parseOptions(process.argv.slice(2)), helpText);
@@ -105,8 +107,38 @@ const informers = {
     ...informerErrors('clustergateways'),
   }),
 };
-for (const informer of Object.values(informers)) void informer.start();
-const synced = () => Object.values(informers).every((i) => i.hasSynced);
+// ---- The gateway on the hub (--deploy-gateway): its objects' informers and its controller.
+const gatewayDeploy = options.gateway.enabled
+  ? setUpGatewayDeploy({
+      hub,
+      addonName: addon.name,
+      namespace: options.namespace,
+      options: options.gateway,
+      log,
+      metrics,
+      resyncMs: options.resyncSeconds * 1000,
+      informerOptions: informerErrors('gateway'),
+    })
+  : undefined;
+// ---- Owned by the release (--owner-cluster-role): the ClusterManagementAddOn and the webhook go with it.
+const releaseOwner = options.gateway.ownerClusterRole
+  ? setUpReleaseOwner({
+      hub,
+      addonName: addon.name,
+      ownerClusterRole: options.gateway.ownerClusterRole,
+      clusterManagementAddOns: informers.clusterManagementAddOns,
+      log,
+      metrics,
+      informerOptions: informerErrors('owner'),
+    })
+  : undefined;
+const allInformers = [
+  ...Object.values(informers),
+  ...(gatewayDeploy?.informers ?? []),
+  ...(releaseOwner?.informers ?? []),
+];
+for (const informer of allInformers) void informer.start();
+const synced = () => allInformers.every((i) => i.hasSynced);
 
 // ---- engineer B: the install namespace as the deploy controller resolves it (status.namespace must agree).
 function resolveInstallNamespace(mca: ManagedClusterAddOn): string {
@@ -160,6 +192,8 @@ const controllers: { name: string; start(signal: AbortSignal): void }[] = [
   { name: 'csr-approver', ...bindStart(new CsrApprover({ hub, addon, log, metrics, informers })) },
   { name: 'health', ...bindStart(health) },
   { name: 'config-spec-hash', ...bindStart(new SpecHashController({ hub, addon, log, metrics, informers })) },
+  ...(gatewayDeploy ? [{ name: 'gateway', ...bindStart(gatewayDeploy.controller) }] : []),
+  ...(releaseOwner ? [{ name: 'release-owner', ...bindStart(releaseOwner.controller) }] : []),
 ];
 
 // ---- The LeaseNotFound webhook's serving certificate (one Secret for every replica) and its registration
@@ -273,7 +307,7 @@ const shutdown = async (signal: string) => {
   stop.abort();
   // Hand the Lease over at once: a standby takes over on its next retry, not after the lease expires.
   await elector?.release().catch((err: Error) => log.warn({ err: err.message }, 'cannot release the Lease'));
-  for (const informer of Object.values(informers)) informer.stop();
+  for (const informer of allInformers) informer.stop();
   await http.close();
   hub.close();
   process.exit(0);

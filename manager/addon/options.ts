@@ -14,6 +14,7 @@ import {
   parseFlags,
   logLevel as validLogLevel,
 } from '../../shared/cli-flags.ts';
+import { type GatewayDeployOptions, gatewayFlags, parseGatewayOptions } from './gateway-deploy/options.ts';
 
 export { logLevels, OptionsError };
 
@@ -53,6 +54,8 @@ export interface AddonManagerOptions {
   resyncSeconds: number;
   workers: number;
   logLevel: string;
+  /** The gateway the manager deploys on the hub (--deploy-gateway, --gateway-*). */
+  gateway: GatewayDeployOptions;
 }
 
 const packageVersion = (() => {
@@ -156,6 +159,7 @@ const flags = {
     help: 'addons reconciled in parallel (one at a time per cluster)',
   },
   'log-level': { type: 'string', default: 'info', help: logLevels.join(', ') },
+  ...gatewayFlags,
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
@@ -268,6 +272,7 @@ export function parseOptions(
     resyncSeconds: integer('resync-period', str('resync-period'), 10, 86400),
     workers: integer('workers', str('workers'), 1, 64),
     logLevel,
+    gateway: parseGatewayOptions(values, str('agent-image').trim()),
   };
 }
 

@@ -21,12 +21,17 @@ import { ClusterRegistry } from './clusters/registry.ts';
 import { SecretSource } from './clusters/secret-source.ts';
 import { HealthAnnotationStore } from './health/annotation-store.ts';
 import { HealthProber } from './health/prober.ts';
+import { logProxiedRequest } from './identity/access-log.ts';
+import { startProxyIdentity } from './identity/setup.ts';
 import { enableProcessMetrics, recordProxiedRequest, setUpstreamConnectionsSource } from './metrics.ts';
 import { helpText, parseOptions } from './options.ts';
 import { createClusterProxy } from './proxy/index.ts';
 import { createConnectionPools } from './proxy/pool.ts';
 import { createRoutes } from './routes.ts';
 import { ServingEndpoint } from './serving.ts';
+import { createAttachHandler } from './tunnel/attach.ts';
+import { exposeTunnels } from './tunnel/metrics.ts';
+import { TunnelRegistry } from './tunnel/registry.ts';
 
 const options = optionsOrExit(() => parseOptions(process.argv.slice(2)), helpText);
 
@@ -42,7 +47,11 @@ const hub = await KubeClient.fromKubeconfig(options.kubeconfig).catch((err: Erro
 // Clusters: credential Secrets, OCM ManagedClusters, agent tunnels; all watched, never fetched per request.
 const registry = new ClusterRegistry({
   onListenerError: (err) => log.warn({ err }, 'cluster listener failed'),
-  policy: { insecureSkipTlsVerifyWhenNoCa: options.insecureSkipTlsVerifyWhenNoCa },
+  policy: {
+    insecureSkipTlsVerifyWhenNoCa: options.insecureSkipTlsVerifyWhenNoCa,
+    // Before its first probe a cluster's health is unknown, not unhealthy (health/precedence.ts).
+    probing: options.featureGates.HealthinessCheck,
+  },
 });
 if (options.insecureSkipTlsVerifyWhenNoCa) {
   log.warn(
@@ -119,7 +128,27 @@ const applyAuthConfig = (cm: { data?: Record<string, string> }) => {
 authConfig.on({ onAdd: applyAuthConfig, onUpdate: (_old, cm) => applyAuthConfig(cm) });
 void authConfig.start();
 
+// Exchange rules and local authorization per cluster (identity/): file, CRD objects, cluster annotations.
+const proxyIdentity = await startProxyIdentity({
+  hub,
+  clusters: registry,
+  log,
+  ...(options.clusterGatewayProxyConfig ? { configFile: options.clusterGatewayProxyConfig } : {}),
+  globalObjectName: options.proxyConfigurationName,
+  watchObjects: options.watchProxyConfigurations,
+  cacheSize: options.identityExchangeCacheSize,
+  penetrateAll: options.featureGates.ClientIdentityPenetration,
+  authorizeProxySubpath: options.authorizeProxySubpath,
+  informer: informerErrors('clustergatewayproxyconfigurations'),
+}).catch((err: Error) => {
+  log.fatal({ err: err.message }, 'cannot load the proxy configuration');
+  process.exit(1);
+});
+
+// One connection pool per cluster, for proxied requests and health probes alike.
+const pools = createConnectionPools();
 const proxy = createClusterProxy({
+  pools,
   logger: log,
   onComplete: (event) => {
     // Never throws: this runs in the response's 'close' listener.
@@ -133,6 +162,7 @@ const proxy = createClusterProxy({
     });
     if (event.error)
       log.debug({ cluster: event.cluster, code: event.code, error: event.error }, 'proxied request failed');
+    if (event.access) logProxiedRequest(log, { ...event, access: event.access });
   },
 });
 registry.subscribe((event) => {
@@ -151,21 +181,30 @@ if (options.featureGates.HealthinessCheck) {
       const mc = managedClusters?.informer.get(name);
       return mc ? trustedManagedClusterHealth(mc) : undefined;
     },
-    pools: createConnectionPools({ connectTimeoutMs: 5000 }),
+    get: (name) => registry.get(name),
+    subscribe: (listener) => registry.subscribe(listener),
+    pools,
+    sharedPools: true,
     intervalMs: options.healthCheckIntervalSeconds * 1000,
     userAgent: options.userAgent,
     log,
   });
 }
 
+// Agent tunnels (tunnel/): each connected agent becomes its cluster's ClusterProxy endpoint.
+const tunnels = options.agentTunnels ? new TunnelRegistry({ sink: registry }) : undefined;
+if (tunnels) exposeTunnels(tunnels);
+
 const routes = createRoutes({
   directory: registry,
   authenticator,
   authorizer,
   proxy,
-  ready: () => registry.synced && authConfig.hasSynced,
+  ready: () => registry.synced && authConfig.hasSynced && proxyIdentity.synced,
   impersonateAll: options.featureGates.ClientIdentityPenetration,
   authorizeProxySubpath: options.authorizeProxySubpath,
+  identity: proxyIdentity.identity,
+  accessLog: log,
   rejectUnhealthy: options.rejectUnhealthy,
   // PUT/PATCH clustergateways/{name}/health: annotations on the cluster's Secret (or ManagedCluster).
   health: new HealthAnnotationStore({
@@ -176,6 +215,17 @@ const routes = createRoutes({
     log,
   }),
   log,
+  ...(tunnels
+    ? {
+        tunnel: createAttachHandler({
+          authenticator,
+          authorizer,
+          tunnels,
+          addonName: options.tunnelAddonName,
+          log,
+        }),
+      }
+    : {}),
 });
 const port = await endpoint.listen(options.securePort, options.bindAddress, routes);
 log.info(
@@ -191,7 +241,11 @@ const shutdown = async (signal: string) => {
   execRefresher?.stop();
   managedClusters?.stop();
   authConfig.stop();
+  proxyIdentity.stop();
+  // GOAWAY to every agent, so each reconnects (to another replica when there is one) at once.
+  const drained = tunnels?.drainAll(5_000);
   await endpoint.close();
+  await drained;
   proxy.close();
   hub.close();
   process.exit(0);

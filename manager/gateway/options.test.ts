@@ -65,3 +65,23 @@ test('--insecure-skip-tls-verify-when-no-ca is off by default (no CA means the s
   );
   assert.match(helpText(), /--insecure-skip-tls-verify-when-no-ca.*system trust store.*default false/);
 });
+
+test('proxy configuration flags: the original file, the global object, watching, the exchange cache', () => {
+  const defaults = parsed([]);
+  assert.equal(defaults.clusterGatewayProxyConfig, undefined);
+  assert.equal(defaults.proxyConfigurationName, 'cluster-gateway');
+  assert.equal(defaults.watchProxyConfigurations, true);
+  assert.equal(defaults.identityExchangeCacheSize, 4096);
+  const set = parsed([
+    '--cluster-gateway-proxy-config=/etc/gateway/config.yaml',
+    '--proxy-configuration-name=',
+    '--watch-proxy-configurations=false',
+    '--identity-exchange-cache-size=10',
+  ]);
+  assert.equal(set.clusterGatewayProxyConfig, '/etc/gateway/config.yaml');
+  assert.equal(set.proxyConfigurationName, '');
+  assert.equal(set.watchProxyConfigurations, false);
+  assert.equal(set.identityExchangeCacheSize, 10);
+  assert.throws(() => parseOptions(['--proxy-configuration-name=Not_A_Name']), /not a valid object name/);
+  assert.throws(() => parseOptions(['--identity-exchange-cache-size=0']), /identity-exchange-cache-size/);
+});

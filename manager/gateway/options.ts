@@ -29,6 +29,14 @@ export interface GatewayOptions {
   insecureSkipTlsVerifyWhenNoCa: boolean;
   featureGates: FeatureGates;
   authorizeProxySubpath: boolean;
+  /** The original's ClusterGatewayProxyConfiguration file (identity exchange rules), read at start. */
+  clusterGatewayProxyConfig?: string;
+  /** The ClusterGatewayProxyConfiguration object that applies to every cluster; '' for none. */
+  proxyConfigurationName: string;
+  /** Watch ClusterGatewayProxyConfiguration objects (needs list/watch and status patch on them). */
+  watchProxyConfigurations: boolean;
+  /** Bound on cached ExternalIdentityExchanger answers. */
+  identityExchangeCacheSize: number;
   healthCheckIntervalSeconds: number;
   rejectUnhealthy: boolean;
   authorizationAllowTtlSeconds: number;
@@ -41,6 +49,10 @@ export interface GatewayOptions {
   requestHeaderTimeoutSeconds: number;
   /** A keep-alive connection idle between requests is closed after this. */
   idleConnectionTimeoutSeconds: number;
+  /** Accept agent tunnels on clustergateways/{name}/attach. */
+  agentTunnels: boolean;
+  /** Only this addon's agents (OCM subject ...:addon:<name>:agent:...) may attach. */
+  tunnelAddonName: string;
 }
 
 export interface FeatureGates {
@@ -98,7 +110,26 @@ const flags = {
   'authorize-proxy-subpath': {
     type: 'string',
     default: 'false',
-    help: 'also authorize the proxied request itself against the hub RBAC (e.g. get pods), as the original',
+    help: 'also authorize the proxied request itself against the hub RBAC (e.g. get pods), as the original; a ClusterGatewayProxyConfiguration can turn it on too (spec.authorizeProxySubpath), globally or per cluster',
+  },
+  'cluster-gateway-proxy-config': {
+    type: 'string',
+    help: "the original's ClusterGatewayProxyConfiguration file (identity exchange rules), read at start; an invalid file stops the gateway. The object named by --proxy-configuration-name replaces it while that object exists",
+  },
+  'proxy-configuration-name': {
+    type: 'string',
+    default: 'cluster-gateway',
+    help: 'the ClusterGatewayProxyConfiguration (gateway.cluster.core.oam.dev/v1alpha1) whose rules apply to every cluster; empty for none. A cluster picks its own with the annotation gateway.cluster.core.oam.dev/proxy-configuration=<name>',
+  },
+  'watch-proxy-configurations': {
+    type: 'string',
+    default: 'true',
+    help: 'watch ClusterGatewayProxyConfiguration objects (the gateway then needs list/watch on them and patch on their status, and is ready once they are listed)',
+  },
+  'identity-exchange-cache-size': {
+    type: 'string',
+    default: '4096',
+    help: "answers of ExternalIdentityExchanger services kept at most (each for its rule's cacheTTLSeconds)",
   },
   'health-check-interval': {
     type: 'string',
@@ -141,6 +172,16 @@ const flags = {
     default: '65',
     help: 'seconds a keep-alive connection may sit idle between requests (watches and streams are not idle)',
   },
+  'agent-tunnels': {
+    type: 'string',
+    default: 'true',
+    help: "accept agents' reverse tunnels on clustergateways/<cluster>/attach (through the hub kube-apiserver); a cluster uses its tunnel when its credential Secret is labelled cluster.core.oam.dev/cluster-endpoint-type=ClusterProxy",
+  },
+  'tunnel-addon-name': {
+    type: 'string',
+    default: 'cluster-gateway',
+    help: 'addon whose agents may attach: their hub user must be system:open-cluster-management:cluster:<cluster>:addon:<this>:agent:<agent>',
+  },
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
@@ -174,6 +215,17 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     ),
     featureGates: parseFeatureGates(str('feature-gates') ?? ''),
     authorizeProxySubpath: bool('authorize-proxy-subpath', str('authorize-proxy-subpath')),
+    ...(str('cluster-gateway-proxy-config')
+      ? { clusterGatewayProxyConfig: str('cluster-gateway-proxy-config') }
+      : {}),
+    proxyConfigurationName: objectName('proxy-configuration-name', str('proxy-configuration-name')),
+    watchProxyConfigurations: bool('watch-proxy-configurations', str('watch-proxy-configurations')),
+    identityExchangeCacheSize: integer(
+      'identity-exchange-cache-size',
+      str('identity-exchange-cache-size'),
+      1,
+      1_000_000,
+    ),
     healthCheckIntervalSeconds: integer('health-check-interval', str('health-check-interval'), 1, 3600),
     rejectUnhealthy: bool('reject-unhealthy', str('reject-unhealthy')),
     authorizationAllowTtlSeconds: integer('authorization-allow-ttl', str('authorization-allow-ttl'), 0, 3600),
@@ -183,7 +235,26 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     maxConnections: integer('max-connections', str('max-connections'), 1, 1_000_000),
     requestHeaderTimeoutSeconds: integer('request-header-timeout', str('request-header-timeout'), 1, 3600),
     idleConnectionTimeoutSeconds: integer('idle-connection-timeout', str('idle-connection-timeout'), 1, 3600),
+    agentTunnels: bool('agent-tunnels', str('agent-tunnels')),
+    tunnelAddonName: nonEmpty('tunnel-addon-name', str('tunnel-addon-name')),
   };
+}
+
+function nonEmpty(name: string, value: string | undefined): string {
+  if (!value?.trim()) throw new OptionsError(`--${name} must not be empty`);
+  return value.trim();
+}
+
+/** A Kubernetes object name (DNS-1123 subdomain), or '' for none. */
+function objectName(flag: string, value: string | undefined): string {
+  const name = (value ?? '').trim();
+  if (
+    name &&
+    (name.length > 253 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name))
+  ) {
+    throw new OptionsError(`--${flag}: "${name}" is not a valid object name (lowercase DNS-1123 subdomain)`);
+  }
+  return name;
 }
 
 export function parseFeatureGates(text: string): FeatureGates {

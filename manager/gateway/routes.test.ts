@@ -126,6 +126,14 @@ test('unknown clusters are 404, unhealthy ones 503 with the reason (--reject-unh
   const down = await get(`${prefix}/down/proxy/api`, 'alice');
   assert.equal(down.status, 503);
   assert.match(down.json().message, /cluster "down" is unhealthy: unreachable: connect ECONNREFUSED/);
+  // Not probed yet (just after a restart): unknown, not unhealthy (health/precedence.ts).
+  const unknown = { healthy: false, reason: 'Unknown: not probed yet', unknown: true };
+  clusters.set('new', { ...cluster('new', false), health: unknown });
+  try {
+    assert.equal((await get(`${prefix}/new/proxy/api`, 'alice')).text, 'proxied', 'tried, not rejected');
+  } finally {
+    clusters.delete('new');
+  }
 });
 
 test('denied requests are 403 with the Kubernetes wording and the authorizer reason', async () => {

@@ -4,24 +4,30 @@
  * clustergateways API (list, get, watch, health) or the proxy.
  *
  * A reader following a proxied request goes: server.ts (TLS, sockets) ->
- * here (who is asking, may they) -> proxy/cluster-proxy.ts (the upstream).
+ * here (who is asking, may they) -> identity/proxy-identity.ts (as whom the
+ * cluster sees it, and whether the hub checks the proxied path) ->
+ * proxy/cluster-proxy.ts (the upstream).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { failureStatus, type KubeStatus, StatusError } from '../../shared/kube/status.ts';
+import { tunnelUpgradeProtocol } from '../../shared/tunnel/protocol.ts';
 import { discoveryResponse } from './api/discovery.ts';
 import { type HealthMarkStore, readRequestBody, writeClusterGatewayHealth } from './api/health-write.ts';
 import { openApiResponse } from './api/openapi.ts';
 import { getClusterGateway, listClusterGateways, notFound, notSynced } from './api/read.ts';
 import { errorResponse, writeResponse } from './api/response.ts';
 import { serveWatch, type WatchHistory } from './api/watch.ts';
-import { identityToPenetrate } from './auth/impersonation.ts';
 import { proxiedRequestAttributes, requestAttributes } from './auth/request-attributes.ts';
 import type { Authenticator, AuthorizationAttributes, Authorizer, UserInfo } from './auth/user.ts';
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
+import { type AccessLogger, accessRecord, logProxiedRequest } from './identity/access-log.ts';
+import type { ProxyIdentity } from './identity/proxy-identity.ts';
+import { flagsOnlyIdentity } from './identity/setup.ts';
 import { metricsContentType, metricsText, recordUpgradeRequest, trackInflightRequest } from './metrics.ts';
-import type { ClusterProxy } from './proxy/index.ts';
+import type { ClusterProxy, ProxyAccess, ProxyPath } from './proxy/index.ts';
 import { matchClusterGatewayPath, parseProxyPath, writeStatusToSocket } from './proxy/index.ts';
+import { matchAttachPath } from './tunnel/attach.ts';
 
 export interface RouteDeps {
   directory: ClusterDirectory & Partial<WatchHistory>;
@@ -34,16 +40,26 @@ export interface RouteDeps {
   impersonateAll: boolean;
   /** Also authorize the proxied request itself on the hub (--authorize-proxy-subpath). */
   authorizeProxySubpath: boolean;
+  /** Exchange rules and per-cluster settings (identity/); default: the two flags above alone. */
+  identity?: ProxyIdentity;
+  /** Where requests the gateway refuses before forwarding are logged like forwarded ones. */
+  accessLog?: AccessLogger;
   /** Answer 503 at once for clusters whose last probe failed (--reject-unhealthy). */
   rejectUnhealthy: boolean;
   /** Where PUT/PATCH of clustergateways/{name}/health record a health mark; without it they are 405. */
   health?: HealthMarkStore;
   log: { warn(obj: object, msg: string): void; debug(obj: object, msg: string): void };
+  /** Agent tunnels: upgrades on clustergateways/{name}/attach (tunnel/attach.ts); without it they are 400. */
+  tunnel?: {
+    attach(req: IncomingMessage, socket: Duplex, head: Buffer, cluster: string): Promise<void>;
+  };
 }
 
 const apiPrefix = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways';
 
 export function createRoutes(deps: RouteDeps) {
+  const identity = deps.identity ?? flagsOnlyIdentity(deps.impersonateAll, deps.authorizeProxySubpath);
+
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'https://gateway');
     const path = url.pathname;
@@ -70,16 +86,10 @@ export function createRoutes(deps: RouteDeps) {
       throw new StatusError(failureStatus(404, `the server could not find ${path}`));
     const method = req.method ?? 'GET';
     await authorize(user, requestAttributes(method, req.url ?? '/'));
-    const proxyPath = parseProxyPath(req.url ?? '/', { goQuery: deps.authorizeProxySubpath });
+    const proxyPath = parseProxyPath(req.url ?? '/');
     if (proxyPath) {
-      const target = await proxyTarget(user, method, proxyPath.cluster, proxyPath.upstreamPath);
-      return deps.proxy.handleRequest(
-        req,
-        res,
-        target,
-        proxyPath.upstreamPath,
-        penetrate(user, url.searchParams),
-      );
+      const p = await prepareProxy(user, method, req.url ?? '/', proxyPath, url.searchParams);
+      return deps.proxy.handleRequest(req, res, p.target, p.upstreamPath, p.identity, p.access);
     }
     const isCollection = path === apiPrefix || path === `${apiPrefix}/`;
     const route = isCollection ? undefined : matchClusterGatewayPath(req.url ?? '/');
@@ -91,6 +101,14 @@ export function createRoutes(deps: RouteDeps) {
           matchClusterGatewayPath(`${apiPrefix}/${name}`)
             ? `the server could not find the requested resource ${path}`
             : `${name} is not a valid cluster name (lowercase DNS-1123 subdomain)`,
+        ),
+      );
+    }
+    if (deps.tunnel && route?.subresource === 'attach' && matchAttachPath(req.url ?? '/') !== undefined) {
+      throw new StatusError(
+        failureStatus(
+          400,
+          `clustergateways/${route.name}/attach is the tunnel of the cluster's agent: it takes an upgrade (Connection: Upgrade, Upgrade: ${tunnelUpgradeProtocol})`,
         ),
       );
     }
@@ -138,9 +156,14 @@ export function createRoutes(deps: RouteDeps) {
   }
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    // An agent's tunnel: authenticated, bound to its cluster and authorized in tunnel/attach.ts.
+    const attachCluster = deps.tunnel ? matchAttachPath(req.url ?? '/') : undefined;
+    if (deps.tunnel && attachCluster !== undefined) {
+      return deps.tunnel.attach(req, socket, head, attachCluster);
+    }
     recordUpgradeRequest(req.headers.upgrade);
     const url = new URL(req.url ?? '/', 'https://gateway');
-    const proxyPath = parseProxyPath(req.url ?? '/', { goQuery: deps.authorizeProxySubpath });
+    const proxyPath = parseProxyPath(req.url ?? '/');
     if (!proxyPath) {
       throw new StatusError(
         failureStatus(400, 'upgrades are only supported on clustergateways/{name}/proxy'),
@@ -150,41 +173,64 @@ export function createRoutes(deps: RouteDeps) {
     if (!user) throw new StatusError(failureStatus(401, 'Unauthorized'));
     const method = req.method ?? 'GET';
     await authorize(user, requestAttributes(method, req.url ?? '/'));
-    const target = await proxyTarget(user, method, proxyPath.cluster, proxyPath.upstreamPath);
-    deps.proxy.handleUpgrade(
-      req,
-      socket,
-      head,
-      target,
-      proxyPath.upstreamPath,
-      penetrate(user, url.searchParams),
-    );
+    const p = await prepareProxy(user, method, req.url ?? '/', proxyPath, url.searchParams);
+    deps.proxy.handleUpgrade(req, socket, head, p.target, p.upstreamPath, p.identity, p.access);
   }
 
-  async function proxyTarget(
+  /**
+   * Everything decided before a proxied request leaves: the cluster, its
+   * proxy configuration, the hub's check of the proxied path when the flag or
+   * the configuration asks for it (then the query forwarded is the one a Go
+   * server parses, so the cluster reads exactly what was authorized), and the
+   * identity the cluster will see. A refusal is access-logged like a
+   * forwarded request.
+   */
+  async function prepareProxy(
     user: UserInfo,
     method: string,
-    name: string,
-    upstreamPath: string,
-  ): Promise<ClusterTarget> {
-    const target = deps.directory.get(name);
-    if (!target) throw deps.directory.synced ? notFound(name) : notSynced();
-    if (deps.rejectUnhealthy && !target.health.healthy) {
-      throw new StatusError(
-        failureStatus(
-          503,
-          `cluster "${name}" is unhealthy: ${target.health.reason ?? 'its last health probe failed'}`,
-        ),
-      );
+    rawUrl: string,
+    proxyPath: ProxyPath,
+    query: URLSearchParams,
+  ): Promise<{ target: ClusterTarget; upstreamPath: string; identity?: UserInfo; access: ProxyAccess }> {
+    const name = proxyPath.cluster;
+    let upstreamPath = proxyPath.upstreamPath;
+    try {
+      const target = deps.directory.get(name);
+      if (!target) throw deps.directory.synced ? notFound(name) : notSynced();
+      // Unknown (not probed yet, e.g. just after a restart) is not unhealthy: health/precedence.ts.
+      if (deps.rejectUnhealthy && !target.health.healthy && !target.health.unknown) {
+        throw new StatusError(
+          failureStatus(
+            503,
+            `cluster "${name}" is unhealthy: ${target.health.reason ?? 'its last health probe failed'}`,
+          ),
+        );
+      }
+      const plan = identity.plan(target);
+      if (plan.authorizeProxySubpath) {
+        upstreamPath = parseProxyPath(rawUrl, { goQuery: true })?.upstreamPath ?? upstreamPath;
+        await authorize(user, proxiedRequestAttributes(method, upstreamPath), { proxied: true });
+      }
+      const effective = await identity.identityFor(user, name, plan, query);
+      return {
+        target,
+        upstreamPath,
+        ...(effective.identity ? { identity: effective.identity } : {}),
+        access: accessRecord(user, effective),
+      };
+    } catch (err) {
+      if (deps.accessLog) {
+        const code = err instanceof StatusError ? err.code : 500;
+        logProxiedRequest(deps.accessLog, {
+          cluster: name,
+          method,
+          upstreamPath,
+          code,
+          access: accessRecord(user),
+        });
+      }
+      throw err;
     }
-    if (deps.authorizeProxySubpath) {
-      await authorize(user, proxiedRequestAttributes(method, upstreamPath), { proxied: true });
-    }
-    return target;
-  }
-
-  function penetrate(user: UserInfo, query: URLSearchParams): UserInfo | undefined {
-    return identityToPenetrate(user, query, { always: deps.impersonateAll });
   }
 
   async function authorize(

@@ -1,18 +1,15 @@
 /**
  * A small Kubernetes REST client over node:https.
  *
- * @kubernetes/client-node loads kubeconfigs (exec plugins, in-cluster
- * config, token files); its generated API classes cover only built-in types
- * and go through fetch, which merges repeated headers and buffers nothing we
- * can stream cheaply. This client takes the TLS and auth options that
- * client-node computes and speaks raw paths, so it serves CRDs, aggregated
- * APIs, server-side apply and watch streams alike, on one keep-alive agent.
+ * It speaks raw paths, so it serves CRDs, aggregated APIs, server-side apply
+ * and watch streams alike, on one keep-alive agent. Kubeconfigs are read by
+ * kubeconfig.ts, not by @kubernetes/client-node: loading that package costs
+ * about 90 MB of RSS, and its generated API classes cover only built-in types
+ * and go through fetch, which merges repeated headers.
  */
 import https from 'node:https';
-// Type only: client-node costs about 90 MB of RSS when loaded, so it is
-// imported lazily where a kubeconfig must be loaded with it (exec plugins,
-// in-cluster config); the agent builds its clients with fromConnection.
-import type { KubeConfig } from '@kubernetes/client-node';
+import { type CredentialSource, credentialSourceFor, type RequestCredential } from './credential-source.ts';
+import { type Connection, loadDefault } from './kubeconfig.ts';
 import { StatusError } from './status.ts';
 
 export interface KubeObject {
@@ -51,27 +48,24 @@ export class KubeClient {
   readonly #options: https.RequestOptions;
   readonly #agent: https.Agent;
 
-  private constructor(server: string, options: https.RequestOptions) {
+  /** Token files and exec plugins: consulted before each request; undefined for a static credential. */
+  readonly #credentials: CredentialSource | undefined;
+
+  private constructor(server: string, options: https.RequestOptions, credentials?: CredentialSource) {
     this.server = new URL(server);
     this.#agent = new https.Agent({ keepAlive: true, maxSockets: 64 });
     this.#options = { ...options, agent: this.#agent };
+    this.#credentials = credentials;
   }
 
-  /** From a kubeconfig file, or the default chain (KUBECONFIG, ~/.kube/config, in-cluster). */
+  /** From a kubeconfig file, or the default chain (KUBECONFIG, in-cluster, ~/.kube/config; see kubeconfig.ts). */
   static async fromKubeconfig(path?: string): Promise<KubeClient> {
-    const { KubeConfig } = await import('@kubernetes/client-node');
-    const kc = new KubeConfig();
-    if (path) kc.loadFromFile(path);
-    else kc.loadFromDefault();
-    return KubeClient.fromKubeConfig(kc);
+    return KubeClient.fromLoadedConfig(loadDefault(path));
   }
 
-  static async fromKubeConfig(kc: KubeConfig): Promise<KubeClient> {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('kubeconfig has no current cluster');
-    const options: https.RequestOptions = {};
-    await kc.applyToHTTPSOptions(options);
-    return new KubeClient(cluster.server, options);
+  /** From a loaded kubeconfig: its token file is read again and its exec plugin run as needed. */
+  static fromLoadedConfig(connection: Connection): KubeClient {
+    return new KubeClient(connection.server, connection.options, credentialSourceFor(connection));
   }
 
   /** From a server URL and ready TLS/auth options (ca, cert, key, headers.authorization). */
@@ -180,11 +174,25 @@ export class KubeClient {
   }
 
   #send(method: string, path: string, options: RequestOptions) {
+    if (!this.#credentials) return this.#sendWith(method, path, options, undefined);
+    const credential = this.#credentials.get();
+    return credential instanceof Promise
+      ? credential.then((c) => this.#sendWith(method, path, options, c))
+      : this.#sendWith(method, path, options, credential);
+  }
+
+  #sendWith(
+    method: string,
+    path: string,
+    options: RequestOptions,
+    credential: RequestCredential | undefined,
+  ) {
     // Keep the server's own path (a kubeconfig may point at a proxy URL such as
     // .../clustergateways/c1/proxy): paths are appended, not resolved.
     const base = this.server.pathname.replace(/\/+$/, '');
     const url = new URL(`${this.server.origin}${base}${path}`);
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    if (credential?.authorization) headers.authorization = credential.authorization;
     let payload: string | undefined;
     if (options.body !== undefined) {
       payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
@@ -196,11 +204,16 @@ export class KubeClient {
         url,
         {
           ...this.#options,
+          // An exec plugin's client certificate; the agent keeps one socket pool per certificate.
+          ...(credential?.cert && credential.key ? { cert: credential.cert, key: credential.key } : {}),
           method,
           headers: { ...(this.#options.headers as Record<string, string>), ...headers },
           ...(options.signal ? { signal: options.signal } : {}),
         },
-        resolve,
+        (res) => {
+          if (res.statusCode === 401 && credential) this.#credentials?.invalidate();
+          resolve(res);
+        },
       );
       req.on('error', reject);
       req.end(payload);

@@ -13,8 +13,11 @@
  * heartbeat would turn stale.
  *
  * In Lease mode (--health-mode=Lease) it writes `healthCheck.mode: Lease`
- * and nothing else; applying that drops the `Available` this field manager
- * owned, so the registration agent's Lease verdict takes over cleanly.
+ * and nothing else, under a field manager of its own: the health field
+ * manager's apply would drop the `Available` it owned, and a watcher then saw
+ * no Available at all until the registration agent's next look (measured 29 s,
+ * its 30 s resync). So the last verdict stays until OCM's Lease verdict
+ * replaces it.
  */
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
@@ -44,6 +47,8 @@ import {
 } from './observe.ts';
 
 export const healthFieldManager = 'cluster-gateway-addon-manager-health';
+/** Writes only `healthCheck.mode: Lease` (see the header: keeps the last Available in place). */
+export const leaseModeFieldManager = 'cluster-gateway-addon-manager-lease-mode';
 export const availableType = 'Available';
 
 export interface HealthControllerDeps {
@@ -184,7 +189,7 @@ export class HealthController {
     const cluster = addon.metadata.namespace ?? '';
     if (def.healthMode === 'Lease') {
       if (addon.status?.healthCheck?.mode !== 'Lease' || !this.#leaseModeWritten.has(key)) {
-        await this.#apply(cluster, { healthCheck: { mode: 'Lease' } });
+        await this.#apply(cluster, { healthCheck: { mode: 'Lease' } }, leaseModeFieldManager);
         this.#leaseModeWritten.add(key);
       }
       return undefined;
@@ -211,7 +216,7 @@ export class HealthController {
     return undefined;
   }
 
-  #apply(cluster: string, status: Record<string, unknown>) {
+  #apply(cluster: string, status: Record<string, unknown>, fieldManager = healthFieldManager) {
     const name = this.#deps.addon.name;
     return this.#deps.hub.apply(
       addonPath(cluster, name, 'status'),
@@ -221,7 +226,7 @@ export class HealthController {
         metadata: { name, namespace: cluster },
         status,
       },
-      healthFieldManager,
+      fieldManager,
     );
   }
 

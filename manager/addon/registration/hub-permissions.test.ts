@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { defineAddon } from '../addon.ts';
-import { agentHubRole, agentHubRoleBinding } from './hub-permissions.ts';
+import {
+  agentAttachClusterRole,
+  agentAttachClusterRoleBinding,
+  agentHubRole,
+  agentHubRoleBinding,
+} from './hub-permissions.ts';
 import { addonAgentSubject } from './subject.ts';
 
 const owner = {
@@ -49,4 +54,50 @@ test('subject.ts and addon.ts agree on the registration subject', () => {
     installPlacements: [],
   });
   assert.deepEqual(addon.registrationSubject('c1'), addonAgentSubject('c1', 'cluster-gateway'));
+});
+
+test("the tunnel grant: create clustergateways/attach on the cluster's own name, bound to its agent only", () => {
+  const cma = {
+    apiVersion: 'addon.open-cluster-management.io/v1alpha1',
+    name: 'cluster-gateway',
+    uid: 'cma-uid',
+  };
+  const role = agentAttachClusterRole(owner, cma) as {
+    kind: string;
+    rules: unknown[];
+    metadata: { name: string; ownerReferences: { kind: string; uid: string }[] };
+  };
+  assert.equal(role.kind, 'ClusterRole');
+  assert.equal(role.metadata.name, 'open-cluster-management:cluster-gateway:agent:cluster1:attach');
+  assert.deepEqual(role.rules, [
+    {
+      apiGroups: ['cluster.core.oam.dev'],
+      resources: ['clustergateways/attach'],
+      resourceNames: ['cluster1'],
+      verbs: ['create'],
+    },
+  ]);
+  // Cluster-scoped: owned by the (cluster-scoped) ClusterManagementAddOn, never the namespaced ManagedClusterAddOn.
+  assert.deepEqual(
+    role.metadata.ownerReferences.map((o) => `${o.kind}/${o.uid}`),
+    ['ClusterManagementAddOn/cma-uid'],
+  );
+  const binding = agentAttachClusterRoleBinding(owner, addonAgentSubject('cluster1', 'cluster-gateway')) as {
+    roleRef: { kind: string; name: string };
+    subjects: { name: string }[];
+    metadata: { ownerReferences?: unknown };
+  };
+  assert.deepEqual(binding.roleRef, {
+    apiGroup: 'rbac.authorization.k8s.io',
+    kind: 'ClusterRole',
+    name: 'open-cluster-management:cluster-gateway:agent:cluster1:attach',
+  });
+  assert.deepEqual(
+    binding.subjects.map((s) => s.name),
+    [
+      'system:open-cluster-management:cluster:cluster1:addon:cluster-gateway:agent:addon-agent',
+      'system:open-cluster-management:cluster:cluster1:addon:cluster-gateway',
+    ],
+  );
+  assert.equal(binding.metadata.ownerReferences, undefined, 'no owner known: none written');
 });

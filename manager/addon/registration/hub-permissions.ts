@@ -6,10 +6,23 @@
  *
  * Least privilege: get/update/patch on that one Lease, by name. No create:
  * the manager creates the Lease, so a compromised agent cannot litter the
- * cluster namespace; no list/watch: the agent knows the name. The tunnel
- * issue adds its own rule here.
+ * cluster namespace; no list/watch: the agent knows the name.
+ *
+ * The tunnel: `create` on `clustergateways/attach` for the agent's own cluster
+ * name only. ClusterGateways are cluster-scoped, so this takes a ClusterRole and
+ * a ClusterRoleBinding per cluster (a RoleBinding cannot grant cluster-scoped
+ * resources). A cluster-scoped object cannot be owned by the namespaced
+ * ManagedClusterAddOn, so both are owned by the ClusterManagementAddOn (gone
+ * with the addon) and deleted by the registration controller when the
+ * cluster's ManagedClusterAddOn goes (addon disabled for that cluster).
  */
 import type { KubeObject } from '../../../shared/kube/client.ts';
+import {
+  tunnelGroup,
+  tunnelResource,
+  tunnelSubresource,
+  tunnelVerb,
+} from '../../../shared/tunnel/protocol.ts';
 import { hubHeartbeatLeaseName, hubPermissionName, type Subject } from './subject.ts';
 
 export interface OwnerAddon {
@@ -88,5 +101,72 @@ export function agentHubLease(addon: OwnerAddon, subject: Subject, leaseDuration
       ownerReferences: [ownerReference(addon)],
     },
     spec: { holderIdentity: subject.user, leaseDurationSeconds },
+  };
+}
+
+/** The ClusterManagementAddOn, owner of the cluster-scoped tunnel permissions. */
+export interface ClusterOwner {
+  apiVersion: string;
+  name: string;
+  uid: string;
+}
+
+/** ClusterRole and ClusterRoleBinding name of a cluster's attach permission. */
+export function attachPermissionName(addon: string, cluster: string): string {
+  return `open-cluster-management:${addon}:agent:${cluster}:attach`;
+}
+
+function clusterScopedMetadata(addon: OwnerAddon, owner: ClusterOwner | undefined) {
+  return {
+    name: attachPermissionName(addon.name, addon.namespace),
+    labels: {
+      'open-cluster-management.io/addon-name': addon.name,
+      'open-cluster-management.io/cluster-name': addon.namespace,
+    },
+    ...(owner
+      ? {
+          ownerReferences: [
+            {
+              apiVersion: owner.apiVersion,
+              kind: 'ClusterManagementAddOn',
+              name: owner.name,
+              uid: owner.uid,
+            },
+          ],
+        }
+      : {}),
+  };
+}
+
+/** `create clustergateways/attach` on the cluster's own name: the agent's tunnel, and nothing else. */
+export function agentAttachClusterRole(addon: OwnerAddon, owner?: ClusterOwner): KubeObject {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: clusterScopedMetadata(addon, owner),
+    rules: [
+      {
+        apiGroups: [tunnelGroup],
+        resources: [`${tunnelResource}/${tunnelSubresource}`],
+        resourceNames: [addon.namespace],
+        verbs: [tunnelVerb],
+      },
+    ],
+  };
+}
+
+/** Binds the attach ClusterRole to the cluster's agent: its user and its per-cluster addon group. */
+export function agentAttachClusterRoleBinding(
+  addon: OwnerAddon,
+  subject: Subject,
+  owner?: ClusterOwner,
+): KubeObject {
+  const name = attachPermissionName(addon.name, addon.namespace);
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: clusterScopedMetadata(addon, owner),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: (agentHubRoleBinding(addon, subject) as { subjects: unknown[] }).subjects,
   };
 }

@@ -7,7 +7,10 @@
  * - `status.namespace`: the agent install namespace (where OCM's Lease mode
  *   and the registration agent look);
  * - the agent's hub permissions (Role, RoleBinding) and its heartbeat Lease
- *   in the cluster namespace, all owned by the ManagedClusterAddOn;
+ *   in the cluster namespace, all owned by the ManagedClusterAddOn; its tunnel
+ *   permission (ClusterRole, ClusterRoleBinding: attach as this cluster only),
+ *   owned by the ClusterManagementAddOn and deleted here with the
+ *   ManagedClusterAddOn;
  * - condition `RegistrationApplied` with OCM's reasons.
  *
  * Status is written with server-side apply under a field manager of its own,
@@ -23,9 +26,18 @@ import type { AddonDefinition } from '../addon.ts';
 import { controllerQueue } from '../controller-queue.ts';
 import { type ConditionVerdict, findCondition, nextCondition, sameVerdict } from '../health/conditions.ts';
 import type { AddonMetrics } from '../metrics.ts';
-import { addonApiVersion } from '../resources.ts';
+import { addonApiVersion, type ClusterManagementAddOn } from '../resources.ts';
 import type { WorkQueue } from '../work-queue.ts';
-import { agentHubLease, agentHubRole, agentHubRoleBinding, type OwnerAddon } from './hub-permissions.ts';
+import {
+  agentAttachClusterRole,
+  agentAttachClusterRoleBinding,
+  agentHubLease,
+  agentHubRole,
+  agentHubRoleBinding,
+  attachPermissionName,
+  type ClusterOwner,
+  type OwnerAddon,
+} from './hub-permissions.ts';
 import { addonPath, type ManagedClusterAddOn, specInstallNamespace } from './managed-cluster-addon.ts';
 import { hubHeartbeatLeaseName, kubeApiserverClientSigner, type Subject } from './subject.ts';
 
@@ -51,7 +63,11 @@ export interface RegistrationControllerDeps {
   addon: Pick<AddonDefinition, 'name' | 'registrationSubject' | 'defaultInstallNamespace'>;
   log: Logger;
   metrics?: AddonMetrics;
-  informers: { managedClusterAddOns: Informer<ManagedClusterAddOn> };
+  informers: {
+    managedClusterAddOns: Informer<ManagedClusterAddOn>;
+    /** Owner of the cluster-scoped tunnel permissions; without it they have no owner. */
+    clusterManagementAddOns?: Informer<ClusterManagementAddOn>;
+  };
   /** The resolved agent install namespace (AddOnDeploymentConfig aware); default: spec or OCM's default. */
   installNamespace?: (addon: ManagedClusterAddOn) => string | Promise<string>;
   /** leaseDurationSeconds written into the heartbeat Lease (informational; the health controller decides staleness). */
@@ -83,7 +99,8 @@ export class RegistrationController {
     const enqueue = (obj: ManagedClusterAddOn) => {
       if (obj.metadata.name === this.#deps.addon.name) this.#queue.add(objectKey(obj));
     };
-    const off = addons.on({ onAdd: enqueue, onUpdate: (_old, obj) => enqueue(obj) });
+    // A deleted ManagedClusterAddOn: its cluster-scoped tunnel permission is ours to remove.
+    const off = addons.on({ onAdd: enqueue, onUpdate: (_old, obj) => enqueue(obj), onDelete: enqueue });
     signal.addEventListener('abort', off, { once: true });
     for (const obj of addons.list()) enqueue(obj);
     this.#queue.start(signal);
@@ -99,7 +116,11 @@ export class RegistrationController {
     const { hub, log } = this.#deps;
     const addonName = this.#deps.addon.name;
     const addon = this.#deps.informers.managedClusterAddOns.get(key);
-    if (!addon || addon.metadata.name !== addonName || addon.metadata.deletionTimestamp) return;
+    if (!addon || addon.metadata.name !== addonName || addon.metadata.deletionTimestamp) {
+      const [namespace, name] = key.split('/');
+      if (namespace && name === addonName) await this.#removeAttachPermission(namespace);
+      return;
+    }
     const cluster = addon.metadata.namespace ?? '';
     const uid = addon.metadata.uid;
     if (!cluster || !uid) return;
@@ -123,6 +144,23 @@ export class RegistrationController {
         registrationFieldManager,
       );
       await this.#ensureHeartbeatLease(owner, subject);
+      const cma = this.#deps.informers.clusterManagementAddOns?.get(addonName);
+      const clusterOwner: ClusterOwner | undefined = cma?.metadata?.uid
+        ? { apiVersion: addonApiVersion, name: addonName, uid: String(cma.metadata.uid) }
+        : undefined;
+      const attachRole = agentAttachClusterRole(owner, clusterOwner);
+      const attachBinding = agentAttachClusterRoleBinding(owner, subject, clusterOwner);
+      const clusterRbac = '/apis/rbac.authorization.k8s.io/v1';
+      await hub.apply(
+        `${clusterRbac}/clusterroles/${attachRole.metadata?.name}`,
+        attachRole,
+        registrationFieldManager,
+      );
+      await hub.apply(
+        `${clusterRbac}/clusterrolebindings/${attachBinding.metadata?.name}`,
+        attachBinding,
+        registrationFieldManager,
+      );
     } catch (err) {
       failure = err;
       verdict = registrationFailed(err);
@@ -152,6 +190,15 @@ export class RegistrationController {
     }
     if (failure) throw failure;
     return undefined;
+  }
+
+  /** The addon was disabled for `cluster`: its agent may no longer attach. */
+  async #removeAttachPermission(cluster: string): Promise<void> {
+    const name = attachPermissionName(this.#deps.addon.name, cluster);
+    const clusterRbac = '/apis/rbac.authorization.k8s.io/v1';
+    await this.#deps.hub.delete(`${clusterRbac}/clusterrolebindings/${name}`);
+    await this.#deps.hub.delete(`${clusterRbac}/clusterroles/${name}`);
+    this.#deps.log.info({ cluster, addon: this.#deps.addon.name }, 'agent tunnel permission removed');
   }
 
   /**

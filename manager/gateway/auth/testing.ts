@@ -7,7 +7,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../../shared/kube/client.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { type CertificateAuthority, createCertificateAuthority, type KeyPair } from '../../../shared/pki.ts';
@@ -59,21 +58,10 @@ export async function startFakeKube(
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: 'hub',
-        server: `https://127.0.0.1:${port}`,
-        caData: Buffer.from(ca.cert).toString('base64'),
-        skipTLSVerify: false,
-      },
-    ],
-    users: [{ name: 'gateway', token: 'gateway-token' }],
-    contexts: [{ name: 'hub', cluster: 'hub', user: 'gateway' }],
-    currentContext: 'hub',
+  const client = KubeClient.fromConnection(`https://127.0.0.1:${port}`, {
+    ca: ca.cert,
+    headers: { authorization: 'Bearer gateway-token' },
   });
-  const client = await KubeClient.fromKubeConfig(kc);
   return {
     client,
     calls,

@@ -50,6 +50,8 @@ export type Credential =
 export interface ClusterHealth {
   healthy: boolean;
   reason?: string;
+  /** Not probed yet (health/precedence.ts): shown as not healthy, but not rejected by --reject-unhealthy. */
+  unknown?: boolean;
 }
 
 export interface ClusterTarget {

@@ -11,8 +11,14 @@
  * The registry only sees the outcome, so a new token changes connectionKey
  * and the proxy's pools rebuild on the next request.
  */
+
+import {
+  type ExecClusterInfo,
+  type ExecConfig,
+  type ExecResult,
+  runExecPlugin,
+} from '../../../shared/kube/exec-credential.ts';
 import type { Credential } from './cluster.ts';
-import { type ExecClusterInfo, type ExecConfig, type ExecResult, runExecPlugin } from './exec-credential.ts';
 import type { SecretClusterInfo, SecretSink } from './secret-source.ts';
 
 export interface ExecRefresherOptions {

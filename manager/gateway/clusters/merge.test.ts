@@ -164,13 +164,46 @@ test('a tunnel provides the endpoint; alone it lists the cluster with a credenti
     ),
     tunnel: input,
   });
-  assert.equal(withSecret?.endpoint, tunnel);
+  assert.deepEqual(withSecret?.endpoint, tunnel);
   assert.equal(withSecret?.problem, undefined);
   const alone = mergeCluster({ name: 'c1', tunnel: input });
-  assert.equal(alone?.endpoint, tunnel);
+  assert.deepEqual(alone?.endpoint, tunnel);
   assert.equal(alone?.credential, undefined);
   assert.equal(alone?.creationTimestamp, '2026-03-01T00:00:00Z');
   assert.match(alone?.problem ?? '', /no credential Secret named "c1"/);
+});
+
+test('a tunnel is used only when the cluster opts in; TLS inside it is verified with the Secret CA, else the ManagedCluster CA', () => {
+  const input = { endpoint: tunnel, generation: 1, connectedAt: '2026-03-01T00:00:00Z' };
+  const constSecret = mergeCluster({
+    name: 'c1',
+    secret: tokenSecret({ endpoint: 'https://h' }),
+    tunnel: input,
+  });
+  assert.equal(constSecret?.endpoint?.type, 'Const', 'a Const Secret keeps its direct endpoint');
+  const proxyLabel = { 'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy' };
+  const withCa = mergeCluster({
+    name: 'c1',
+    secret: tokenSecret({ 'ca.crt': caPem }, proxyLabel),
+    managed: parseManagedCluster(managedCluster('c1', { url: 'https://m', ca: 'other' })),
+    tunnel: input,
+  });
+  assert.equal(withCa?.endpoint?.type, 'ClusterProxy');
+  assert.equal(withCa?.endpoint?.caBundle, caPem);
+  const fromManaged = mergeCluster({
+    name: 'c1',
+    secret: tokenSecret({}, proxyLabel),
+    managed: parseManagedCluster(managedCluster('c1', { url: 'https://m', ca: caPem })),
+    tunnel: input,
+  });
+  assert.equal(fromManaged?.endpoint?.caBundle, caPem);
+  const badCa = mergeCluster({
+    name: 'c1',
+    secret: tokenSecret({ 'ca.crt': 'junk' }, proxyLabel),
+    tunnel: input,
+  });
+  assert.equal(badCa?.endpoint, undefined);
+  assert.match(badCa?.problem ?? '', /ca.crt is not a PEM certificate/);
 });
 
 test('connectionKey changes with the credential, the CA and the tunnel generation only', () => {

@@ -8,8 +8,14 @@
  *   cannot be proxied, and listing it would change what KubeVela sees.
  * - Trust: a ManagedCluster counts only once the hub accepted it and it
  *   joined (managedcluster-source.ts); an untrusted one contributes nothing.
- * - Endpoint: a connected tunnel wins; a Secret declaring ClusterProxy
- *   without a tunnel has no endpoint. Then the Secret's own `endpoint`
+ * - Endpoint: a cluster opts in to its agent's tunnel with the Secret label
+ *   `cluster.core.oam.dev/cluster-endpoint-type: ClusterProxy` (the Go
+ *   original's term), or by having no Secret at all; then the connected
+ *   tunnel is its endpoint (TLS inside it verified against the Secret's
+ *   `ca.crt`, else the trusted ManagedCluster's CA), and without a tunnel it
+ *   has none (a 503 at once, never a direct dial). A tunnel of a cluster whose
+ *   Secret is Const (the default) is not used: the agent connects everywhere,
+ *   and routing changes only when the admin asks. Then the Secret's own `endpoint`
  *   when it names one: the Secret is written by the hub admin in the
  *   credential namespace, while a ManagedCluster's spec may be rewritten
  *   by the spoke's registration agent, so the admin's word wins and the
@@ -63,6 +69,8 @@ export type MergedCluster = Omit<ClusterTarget, 'resourceVersion'>;
 export interface MergePolicy {
   /** --insecure-skip-tls-verify-when-no-ca: a Secret endpoint without a CA skips TLS verification. */
   insecureSkipTlsVerifyWhenNoCa?: boolean;
+  /** A health prober runs: until it has probed a cluster, its health is unknown, not unhealthy. */
+  probing?: boolean;
 }
 
 export const insecureWhenNoCaFlag = '--insecure-skip-tls-verify-when-no-ca';
@@ -90,6 +98,7 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
         mark: secret?.health ?? healthFromAnnotations(managed?.annotations),
         probe: inputs.health,
         condition: managed?.health,
+        probePending: policy.probing === true && !inputs.health,
       }),
       systemTrust,
     ),
@@ -109,8 +118,12 @@ interface ResolvedEndpoint {
 }
 
 function resolveEndpoint({ secret, managed, tunnel }: ClusterInputs, policy: MergePolicy): ResolvedEndpoint {
-  if (tunnel) return { endpoint: tunnel.endpoint };
   if (secret?.endpointTypeProblem) return { problem: secret.endpointTypeProblem };
+  if (tunnel && (!secret || secret.endpointType === 'ClusterProxy')) {
+    if (secret?.caProblem) return { problem: secret.caProblem };
+    const caBundle = secret?.caBundle ?? (managed?.distrust ? undefined : managed?.caBundle);
+    return { endpoint: { ...tunnel.endpoint, ...(caBundle !== undefined ? { caBundle } : {}) } };
+  }
   if (secret?.endpointType === 'ClusterProxy') {
     return { problem: 'endpoint type is ClusterProxy but no agent tunnel is connected for this cluster' };
   }

@@ -84,14 +84,27 @@ test('a ManagedCluster status change that is invisible after parsing emits nothi
   assert.deepEqual(events, ['MODIFIED m']);
 });
 
-test('tunnels override the endpoint; each new tunnel changes connectionKey', () => {
+test('tunnels are the endpoint of a ClusterProxy cluster; each new tunnel changes connectionKey', () => {
   const registry = new ClusterRegistry({ now: clock().now });
-  registry.setSecret('a', tokenSecret('a'));
+  registry.setSecret(
+    'a',
+    parseClusterSecret(
+      secret(
+        'a',
+        { token: 'tok' },
+        {
+          'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken',
+          'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy',
+        },
+      ),
+    ),
+  );
   const direct = registry.get('a');
   const first = tunnel();
   registry.setTunnel('a', first);
   const viaTunnel = registry.get('a');
-  assert.equal(viaTunnel?.endpoint, first);
+  assert.equal(viaTunnel?.endpoint?.type, 'ClusterProxy');
+  assert.equal(direct?.endpoint, undefined);
   assert.notEqual(viaTunnel?.connectionKey, direct?.connectionKey);
   registry.setTunnel('a', first); // same tunnel again: nothing changes
   assert.equal(registry.get('a')?.resourceVersion, viaTunnel?.resourceVersion);
@@ -108,8 +121,11 @@ test('tunnels override the endpoint; each new tunnel changes connectionKey', () 
 
 test('setHealth overlays and clears', () => {
   const registry = new ClusterRegistry({ now: clock().now });
-  registry.setHealth('a', { healthy: true, reason: 'probed' }); // before the cluster exists
+  // Before the cluster exists (a probe that ended after its deletion): dropped, nothing kept for it.
+  registry.setHealth('a', { healthy: true, reason: 'probed' });
   registry.setSecret('a', tokenSecret('a'));
+  assert.deepEqual(registry.get('a')?.health, { healthy: false });
+  registry.setHealth('a', { healthy: true, reason: 'probed' });
   assert.deepEqual(registry.get('a')?.health, { healthy: true, reason: 'probed' });
   registry.setHealth('a', undefined);
   assert.deepEqual(registry.get('a')?.health, { healthy: false });

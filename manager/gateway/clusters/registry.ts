@@ -134,6 +134,8 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
    * operator's unhealthy mark (health/precedence.ts). undefined clears it.
    */
   setHealth(name: string, health: ClusterHealth | undefined): void {
+    // A probe that ends after its cluster was deleted must not bring back an entry for it.
+    if (!this.#inputs.has(name)) return;
     this.#update(name, (inputs) => {
       if (health) inputs.health = { ...health };
       else delete inputs.health;
@@ -157,7 +159,8 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
     if (!name) return;
     const inputs = this.#inputs.get(name) ?? { name };
     change(inputs);
-    const empty = !inputs.secret && !inputs.managed && !inputs.tunnel && !inputs.health;
+    // Probe health alone keeps nothing: a deleted cluster's last probe must not outlive it.
+    const empty = !inputs.secret && !inputs.managed && !inputs.tunnel;
     if (empty) this.#inputs.delete(name);
     else this.#inputs.set(name, inputs);
     this.#recompute(name, inputs);

@@ -10,9 +10,9 @@
  * logged a warning and skipped it).
  */
 import type { KubeObject } from '../../../shared/kube/client.ts';
+import type { ExecConfig } from '../../../shared/kube/exec-credential.ts';
 import { Informer, type InformerClient, type InformerOptions } from '../../../shared/kube/informer.ts';
 import type { ClusterHealth, Credential, EndpointType } from './cluster.ts';
-import type { ExecConfig } from './exec-credential.ts';
 import {
   annotationHealthy,
   annotationHealthyReason,

@@ -4,7 +4,7 @@ import { parseManagedCluster } from '../clusters/managedcluster-source.ts';
 import { ClusterRegistry } from '../clusters/registry.ts';
 import { parseClusterSecret } from '../clusters/secret-source.ts';
 import { caPem, managedCluster, secret } from '../clusters/test-fixtures.ts';
-import { healthFromAnnotations, resolveHealth } from './precedence.ts';
+import { healthFromAnnotations, notProbedYetReason, resolveHealth } from './precedence.ts';
 
 const down = { healthy: false, reason: 'unreachable: connect ECONNREFUSED' };
 const up = { healthy: true };
@@ -73,4 +73,31 @@ test('in the registry: a cluster without a Secret takes the mark from its Manage
   });
   registry.setHealth('c2', { healthy: true });
   assert.equal(registry.get('c2')?.health.healthy, false);
+});
+
+test('with a prober that has not probed yet: the mark, then the condition, else unknown (not unhealthy)', () => {
+  const unknown = { healthy: false, reason: notProbedYetReason, unknown: true };
+  assert.deepEqual(resolveHealth({ probePending: true }), unknown);
+  assert.deepEqual(resolveHealth({ probePending: true, mark: { healthy: true } }), { healthy: true });
+  assert.deepEqual(resolveHealth({ probePending: true, condition: down }), down);
+  assert.deepEqual(resolveHealth({ probePending: true, mark: marked }), marked);
+});
+
+test('in a probing registry: unknown until the first probe; a deleted cluster keeps no probe result', () => {
+  const registry = new ClusterRegistry({ policy: { probing: true } });
+  const info = parseClusterSecret(
+    secret('c1', { endpoint: 'https://127.0.0.1:6443', 'ca.crt': caPem, token: 't' }),
+  );
+  registry.setSecret('c1', info);
+  assert.equal(registry.get('c1')?.health.unknown, true);
+  registry.setHealth('c1', up);
+  assert.deepEqual(registry.get('c1')?.health, up);
+
+  // Deleted, then a late probe result: nothing comes back, and a re-created cluster starts unknown again.
+  registry.setSecret('c1', undefined);
+  registry.setHealth('c1', up);
+  assert.equal(registry.get('c1'), undefined);
+  assert.deepEqual(registry.list(), []);
+  registry.setSecret('c1', info);
+  assert.equal(registry.get('c1')?.health.unknown, true, 'no stale probe result from before the deletion');
 });

@@ -19,6 +19,12 @@
  *    shown, so the reason its writer gave is kept (the original echoes it).
  * 3. Without a probe (HealthinessCheck off): the mark, else the
  *    ManagedCluster's condition, else unhealthy (the original's default).
+ * 4. With a prober that has not probed the cluster yet (a new cluster, or
+ *    any cluster just after a restart): the mark, else the condition, else
+ *    unknown. Unknown shows as not healthy with the reason "Unknown: not
+ *    probed yet" (the original's Unknown: reason prefix), and
+ *    --reject-unhealthy lets requests through: a restart must not turn
+ *    healthy clusters into 503s before anyone looked at them.
  */
 import type { ClusterHealth } from '../clusters/cluster.ts';
 import { annotationHealthy, annotationHealthyReason } from '../clusters/keys.ts';
@@ -28,12 +34,20 @@ export interface HealthInputs {
   mark?: ClusterHealth | undefined;
   probe?: ClusterHealth | undefined;
   condition?: ClusterHealth | undefined;
+  /** A prober runs and has not probed this cluster yet. */
+  probePending?: boolean;
 }
 
-export function resolveHealth({ mark, probe, condition }: HealthInputs): ClusterHealth {
+export const notProbedYetReason = 'Unknown: not probed yet';
+
+export function resolveHealth({ mark, probe, condition, probePending }: HealthInputs): ClusterHealth {
   if (mark && !mark.healthy) return mark;
   if (probe) return mark && probe.healthy ? mark : probe;
-  return mark ?? condition ?? { healthy: false };
+  return (
+    mark ??
+    condition ??
+    (probePending ? { healthy: false, reason: notProbedYetReason, unknown: true } : { healthy: false })
+  );
 }
 
 /** The mark recorded in an object's status annotations, if any (the Secret's parsing does the same). */

@@ -1,68 +1,229 @@
 /**
- * Keeps every cluster's status.healthy true to reality: each interval it
- * GETs /healthz of each managed kube-apiserver (over the same kind of
- * connection a proxied request uses, tunnel included) and, in OCM mode,
+ * Keeps every cluster's status.healthy true to reality: it GETs /healthz of
+ * each managed kube-apiserver (over the proxy's own connection pools, tunnel
+ * included, so probing adds no connection of its own) and, in OCM mode,
  * also requires the ManagedCluster's Available condition. The result feeds
  * the registry, so `kubectl get clustergateways` and --reject-unhealthy
  * see it. An operator's unhealthy mark (health subresource) still wins
  * over what the prober finds, until it is cleared: see precedence.ts.
+ *
+ * Scheduling, so that 1,000 clusters cost what one does times 1,000 and no
+ * more (docs/benchmarks.md, "Scale"):
+ * - each cluster has its own due time: the first probe as soon as the
+ *   cluster is seen, the second at a random point of the interval, then
+ *   every interval ± `jitter`. Probes are spread over the interval instead
+ *   of fired in rounds, which stalled proxied requests at every round;
+ * - at most `concurrency` probes run at once, and at most
+ *   `maxProbesPerSecond` start per second: with more clusters than that
+ *   rate allows per interval, each is probed less often (a log line says
+ *   so) instead of the prober taking the CPU from the proxy;
+ * - a deleted cluster is forgotten (its schedule, and its pool when the
+ *   pools are the prober's own); a probe that finishes after the deletion
+ *   reports nothing.
+ * Until its first probe a cluster is neither healthy nor unhealthy but
+ * unknown (precedence.ts), which --reject-unhealthy does not reject.
  */
-import type { ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
+import type { ClusterEvent, ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
 import type { ConnectionPools } from '../proxy/pool.ts';
 
 export interface ProberOptions {
+  /** Every cluster now; read at start and once per interval. */
   list: () => ClusterTarget[];
+  /** The cluster as it is now (a rotated credential), read when its probe starts; defaults to the last list(). */
+  get?: (name: string) => ClusterTarget | undefined;
+  /** Cluster additions and deletions as they happen, so a new cluster is probed at once. */
+  subscribe?: (listener: (event: ClusterEvent) => void) => () => void;
   setHealth: (name: string, health: ClusterHealth) => void;
   /** The ManagedCluster's own view, when the cluster is an OCM ManagedCluster. */
   managedClusterHealth?: (name: string) => ClusterHealth | undefined;
   pools: ConnectionPools;
+  /** The pools are the proxy's too: the proxy forgets deleted clusters and closes them, not the prober. */
+  sharedPools?: boolean;
   intervalMs: number;
   timeoutMs?: number;
+  /** Probes in flight at most (default 32). */
+  concurrency?: number;
+  /** Probes started per second at most (default: no limit). */
+  maxProbesPerSecond?: number;
+  /** Each interval is intervalMs × (1 ± jitter) (default 0.1). */
+  jitter?: number;
   userAgent?: string;
-  log?: { debug(o: object, m: string): void };
+  log?: { debug(o: object, m: string): void; info?(o: object, m: string): void };
+  /** For tests. */
+  now?: () => number;
+  random?: () => number;
+}
+
+interface Schedule {
+  name: string;
+  target: ClusterTarget;
+  /** When the next probe is due (ms, `now()` clock). */
+  due: number;
+  probed: boolean;
+  /** In the run queue or probing now: not queued again. */
+  busy: boolean;
+  last?: ClusterHealth;
 }
 
 export class HealthProber {
   readonly #o: ProberOptions;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #concurrency: number;
+  readonly #jitter: number;
+  readonly #tickMs: number;
+  readonly #schedules = new Map<string, Schedule>();
+  readonly #queue: Schedule[] = [];
+  #queueHead = 0;
+  #inflight = 0;
+  /** Rate limit: probes started in the current one-second window. */
+  #windowStart = 0;
+  #windowCount = 0;
+  #stretchedLogged = false;
   #timer: NodeJS.Timeout | undefined;
+  #nextListAt = 0;
+  #unsubscribe: (() => void) | undefined;
   #stopped = false;
-  /** Last result per cluster: target.health may show an operator's mark instead (precedence.ts). */
-  readonly #last = new Map<string, ClusterHealth>();
 
   constructor(options: ProberOptions) {
     this.#o = options;
+    this.#now = options.now ?? Date.now;
+    this.#random = options.random ?? Math.random;
+    this.#concurrency = Math.max(1, options.concurrency ?? 32);
+    this.#jitter = Math.min(0.5, Math.max(0, options.jitter ?? 0.1));
+    // Fine enough to spread probes over the interval, coarse enough to cost nothing when idle.
+    this.#tickMs = Math.min(1000, Math.max(20, Math.floor(options.intervalMs / 20)));
   }
 
   start(): void {
-    const loop = async () => {
-      if (this.#stopped) return;
-      await this.probeAll();
-      if (!this.#stopped) this.#timer = setTimeout(loop, this.#o.intervalMs);
-    };
-    void loop();
+    this.#unsubscribe = this.#o.subscribe?.((event) => {
+      if (event.type === 'DELETED') this.#forget(event.cluster.name);
+      else this.#track(event.cluster);
+    });
+    this.tick();
   }
 
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    this.#o.pools.close();
+    this.#unsubscribe?.();
+    if (!this.#o.sharedPools) this.#o.pools.close();
   }
 
-  async probeAll(): Promise<void> {
-    const targets = this.#o.list();
-    const names = new Set(targets.map((t) => t.name));
-    for (const name of this.#last.keys()) if (!names.has(name)) this.#last.delete(name);
-    await Promise.all(
-      targets.map(async (target) => {
-        const health = await this.probe(target);
-        const previous = this.#last.get(target.name);
-        this.#last.set(target.name, health);
-        if (previous?.healthy !== health.healthy || previous?.reason !== health.reason) {
-          this.#o.log?.debug({ cluster: target.name, ...health }, 'cluster health changed');
-        }
-        this.#o.setHealth(target.name, health);
-      }),
+  /** Clusters the prober tracks now (for tests and metrics). */
+  get tracked(): number {
+    return this.#schedules.size;
+  }
+
+  /** One scheduling step: re-list when due, queue due probes, start what the limits allow. Public for tests. */
+  tick(): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    const now = this.#now();
+    if (now >= this.#nextListAt) {
+      this.#reconcile(this.#o.list());
+      this.#nextListAt = now + this.#o.intervalMs;
+    }
+    for (const s of this.#schedules.values()) {
+      if (!s.busy && s.due <= now) {
+        s.busy = true;
+        this.#queue.push(s);
+      }
+    }
+    this.#pump();
+    this.#timer = setTimeout(() => this.tick(), this.#tickMs);
+    this.#timer.unref?.();
+  }
+
+  #reconcile(targets: ClusterTarget[]): void {
+    const seen = new Set<string>();
+    for (const target of targets) {
+      seen.add(target.name);
+      this.#track(target);
+    }
+    for (const name of this.#schedules.keys()) if (!seen.has(name)) this.#forget(name);
+  }
+
+  #track(target: ClusterTarget): void {
+    const s = this.#schedules.get(target.name);
+    if (s) s.target = target;
+    else {
+      this.#schedules.set(target.name, {
+        name: target.name,
+        target,
+        due: this.#now(),
+        probed: false,
+        busy: false,
+      });
+    }
+  }
+
+  #forget(name: string): void {
+    if (!this.#schedules.delete(name)) return;
+    // A queued entry stays in the queue; #pump skips it because it is no longer scheduled.
+    if (!this.#o.sharedPools) this.#o.pools.forget(name);
+  }
+
+  #pump(): void {
+    while (this.#inflight < this.#concurrency && this.#queueHead < this.#queue.length) {
+      if (!this.#takeRateToken()) return;
+      const s = this.#queue[this.#queueHead++] as Schedule;
+      if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+        this.#queue.splice(0, this.#queueHead);
+        this.#queueHead = 0;
+      }
+      if (this.#schedules.get(s.name) !== s) continue; // deleted while queued
+      this.#inflight++;
+      void this.#run(s).finally(() => {
+        this.#inflight--;
+        if (!this.#stopped) this.#pump();
+      });
+    }
+  }
+
+  #takeRateToken(): boolean {
+    const max = this.#o.maxProbesPerSecond;
+    if (!max) return true;
+    const now = this.#now();
+    if (now - this.#windowStart >= 1000) {
+      this.#windowStart = now;
+      this.#windowCount = 0;
+    }
+    if (this.#windowCount >= max) {
+      this.#logStretched(max);
+      return false;
+    }
+    this.#windowCount++;
+    return true;
+  }
+
+  #logStretched(max: number): void {
+    if (this.#stretchedLogged) return;
+    this.#stretchedLogged = true;
+    const clusters = this.#schedules.size;
+    this.#o.log?.info?.(
+      { clusters, maxProbesPerSecond: max, intervalSeconds: this.#o.intervalMs / 1000 },
+      `more clusters than ${max} probes per second cover in one interval: each is probed about every ${Math.ceil(clusters / max)} s`,
     );
+  }
+
+  async #run(s: Schedule): Promise<void> {
+    const target = this.#o.get?.(s.name) ?? s.target;
+    const health = await this.probe(target);
+    if (this.#stopped || this.#schedules.get(s.name) !== s) return; // deleted meanwhile: report nothing
+    const interval = this.#o.intervalMs;
+    // The first probe of a cluster places it at a random point of the interval; later ones keep their place ± jitter.
+    s.due = s.probed
+      ? this.#now() + interval * (1 + this.#jitter * (2 * this.#random() - 1))
+      : this.#now() + interval * this.#random();
+    s.probed = true;
+    s.busy = false;
+    const previous = s.last;
+    s.last = health;
+    if (previous?.healthy !== health.healthy || previous?.reason !== health.reason) {
+      this.#o.log?.debug({ cluster: s.name, ...health }, 'cluster health changed');
+    }
+    this.#o.setHealth(s.name, health);
   }
 
   async probe(target: ClusterTarget): Promise<ClusterHealth> {

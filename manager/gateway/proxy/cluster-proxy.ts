@@ -21,15 +21,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
-import type { ProxyContext, ProxyEvent, ProxyLogger } from './context.ts';
+import type { ProxyAccess, ProxyContext, ProxyEvent, ProxyLogger } from './context.ts';
 import { proxyRequest } from './handler.ts';
-import { createConnectionPools, type PoolOptions, type PoolStats } from './pool.ts';
+import { type ConnectionPools, createConnectionPools, type PoolOptions, type PoolStats } from './pool.ts';
 import { proxyUpgrade } from './upgrade.ts';
 
 export interface ClusterProxyOptions extends PoolOptions {
   logger?: ProxyLogger;
   /** Called once per finished request or upgraded connection (metrics, access log). */
   onComplete?: (event: ProxyEvent) => void;
+  /** Pools shared with the health prober (one connection budget); created from the options when absent. */
+  pools?: ConnectionPools;
 }
 
 export interface ClusterProxyStats extends PoolStats {
@@ -46,6 +48,7 @@ export interface ClusterProxy {
     target: ClusterTarget,
     upstreamPath: string,
     identity?: UserInfo,
+    access?: ProxyAccess,
   ): void;
   handleUpgrade(
     req: IncomingMessage,
@@ -54,6 +57,7 @@ export interface ClusterProxy {
     target: ClusterTarget,
     upstreamPath: string,
     identity?: UserInfo,
+    access?: ProxyAccess,
   ): void;
   /** Drops a deleted cluster's pool (in-flight requests finish first). */
   forget(cluster: string): void;
@@ -64,16 +68,16 @@ export interface ClusterProxy {
 
 export function createClusterProxy(options: ClusterProxyOptions = {}): ClusterProxy {
   const context: ProxyContext = {
-    pools: createConnectionPools(options),
+    pools: options.pools ?? createConnectionPools(options),
     logger: options.logger,
     onComplete: options.onComplete,
     inflight: { requests: 0, upgrades: 0 },
   };
   return {
-    handleRequest: (req, res, target, upstreamPath, identity) =>
-      proxyRequest(req, res, target, upstreamPath, context, identity),
-    handleUpgrade: (req, socket, head, target, upstreamPath, identity) =>
-      proxyUpgrade(req, socket, head, target, upstreamPath, context, identity),
+    handleRequest: (req, res, target, upstreamPath, identity, access) =>
+      proxyRequest(req, res, target, upstreamPath, context, identity, access),
+    handleUpgrade: (req, socket, head, target, upstreamPath, identity, access) =>
+      proxyUpgrade(req, socket, head, target, upstreamPath, context, identity, access),
     forget: (cluster) => context.pools.forget(cluster),
     stats: () => ({
       ...context.pools.stats(),

@@ -26,6 +26,20 @@ export interface ProxyEvent {
   upgrade: boolean;
   /** Set when the cluster could not be reached. */
   error?: string;
+  /** Who asked and as whom the cluster saw it, as routes.ts passed it in (for the access log). */
+  access?: ProxyAccess;
+}
+
+/** Names only, never credentials: built by identity/access-log.ts, carried through untouched. */
+export interface ProxyAccess {
+  /** The hub caller. */
+  user: string;
+  /** How the identity on the cluster was chosen (identity/proxy-identity.ts). */
+  as: string;
+  clusterUser?: string;
+  clusterGroups?: string[];
+  rule?: string;
+  ruleOrigin?: string;
 }
 
 export interface ProxyContext {

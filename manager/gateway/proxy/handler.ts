@@ -15,7 +15,7 @@
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
-import type { ProxyContext } from './context.ts';
+import type { ProxyAccess, ProxyContext } from './context.ts';
 import { downstreamHeaders } from './headers.ts';
 import { isStreamingRequest } from './path.ts';
 import { errorMessage, refusal, unreachable, writeStatus } from './reply.ts';
@@ -24,6 +24,7 @@ import { openUpstreamRequest } from './upstream-request.ts';
 /**
  * @param upstreamPath path and raw query relative to the cluster's endpoint (parseProxyPath)
  * @param identity when given, the request is made as this user (Impersonate-* headers)
+ * @param access passed through to onComplete for the access log
  */
 export function proxyRequest(
   req: IncomingMessage,
@@ -32,6 +33,7 @@ export function proxyRequest(
   upstreamPath: string,
   context: ProxyContext,
   identity?: UserInfo,
+  access?: ProxyAccess,
 ): void {
   const started = performance.now();
   let error: string | undefined;
@@ -54,6 +56,7 @@ export function proxyRequest(
       durationMs: performance.now() - started,
       upgrade: false,
       ...(error ? { error } : {}),
+      ...(access ? { access } : {}),
     });
   });
 

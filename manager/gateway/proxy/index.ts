@@ -1,7 +1,7 @@
 /** Public surface of the proxy path. */
 export type { ClusterProxy, ClusterProxyOptions, ClusterProxyStats } from './cluster-proxy.ts';
 export { createClusterProxy } from './cluster-proxy.ts';
-export type { ProxyEvent, ProxyLogger } from './context.ts';
+export type { ProxyAccess, ProxyEvent, ProxyLogger } from './context.ts';
 export type { ClusterGatewayPath, ProxyPath } from './path.ts';
 export {
   CLUSTER_GATEWAYS_PREFIX,

@@ -16,7 +16,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
-import type { ProxyContext } from './context.ts';
+import type { ProxyAccess, ProxyContext } from './context.ts';
 import { downstreamHeaders } from './headers.ts';
 import { errorMessage, refusal, unreachable, writeStatusToSocket } from './reply.ts';
 import { openUpstreamRequest } from './upstream-request.ts';
@@ -38,6 +38,7 @@ export function proxyUpgrade(
   upstreamPath: string,
   context: ProxyContext,
   identity?: UserInfo,
+  access?: ProxyAccess,
 ): void {
   const started = performance.now();
   const done = (code: number, error?: string) =>
@@ -49,6 +50,7 @@ export function proxyUpgrade(
       durationMs: performance.now() - started,
       upgrade: true,
       ...(error ? { error } : {}),
+      ...(access ? { access } : {}),
     });
   // Until the upstream answers, a caller error only means the caller left.
   const ignore = () => {};

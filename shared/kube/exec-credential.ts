@@ -1,6 +1,6 @@
 /**
  * Runs a client-go exec credential plugin (the `exec` data key of a Dynamic
- * credential Secret) the way client-go does: the command with its args and
+ * credential Secret, or a kubeconfig user's `exec`) the way client-go does: the command with its args and
  * env on top of the gateway's environment, KUBERNETES_EXEC_INFO describing
  * the request, and an ExecCredential expected on stdout.
  *

@@ -1,0 +1,469 @@
+/**
+ * Scale benchmark (`npm run bench:scale`): one gateway with thousands of
+ * clusters registered.
+ *
+ * Starts its own local environment (hub, cluster1 and cluster2, the gateway
+ * as the environment starts it: --health-check-interval=2) in .local/bench-scale,
+ * measures it with its two clusters, then for each count N (default 1000,
+ * then 5000) registers N more clusters as credential Secrets that point at
+ * cluster1's real kube-apiserver under distinct names (a copy of cluster1's
+ * Secret: same endpoint, CA and token), and reports:
+ *
+ *   - registration: time until the gateway lists all of them, and until all
+ *     read healthy (every one probed);
+ *   - at rest (after a settle period, over --idle seconds): the gateway's RSS
+ *     and peak RSS, its CPU (share of one core), the hub API requests the
+ *     gateway's ServiceAccount made per minute and the /healthz probes
+ *     cluster1 received per minute (both from the audit logs), the gateway's
+ *     open connections to cluster1;
+ *   - `kubectl get clustergateways` through the aggregator (median of 5);
+ *   - proxied GET /api/v1/namespaces/default on cluster1, straight to the
+ *     gateway with the front-proxy certificate, one at a time for
+ *     --latency-seconds: p50, p99, max (a probe-round stall shows in max);
+ *   - a restart: the gateway stopped and started again with the same flags
+ *     plus --reject-unhealthy: time to /readyz, time until every cluster
+ *     reads healthy, the most clusters seen reading unhealthy (not unknown)
+ *     meanwhile, and proxied GETs answered 503 meanwhile;
+ *   - after deleting the N Secrets: connections to cluster1 and RSS, 5 s
+ *     and 45 s later (pools idle out after 30 s).
+ *
+ * Flags: --counts=1000,5000 --idle=30 --latency-seconds=10 --settle=15 --keep
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { auditLogPath } from '../../hack/localenv/apiserver.ts';
+import { builtBinDir, repoRoot } from '../../hack/localenv/binaries.ts';
+import { type Environment, startEnvironment } from '../../hack/localenv/environment.ts';
+import { credentialNamespace } from '../../hack/localenv/gateway.ts';
+import type { ManagedProcess } from '../../hack/localenv/supervisor.ts';
+import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import { auditSince, connectionsTo, cpuUsage, fileEnd, median, percentile, rssKb } from './measure.ts';
+
+const stateDir = path.join(repoRoot, '.local', 'bench-scale');
+const group = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways';
+const benchLabel = 'bench.cluster-gateway.local/scale';
+const gatewayUser = 'system:serviceaccount:cluster-gateway-system:cluster-gateway';
+
+interface Flags {
+  counts: number[];
+  idle: number;
+  latencySeconds: number;
+  settle: number;
+  keep: boolean;
+}
+
+function parseFlags(argv: string[]): Flags {
+  const flags: Flags = { counts: [1000, 5000], idle: 30, latencySeconds: 10, settle: 15, keep: false };
+  for (const arg of argv) {
+    const [name, value = ''] = arg.replace(/^--/, '').split('=', 2) as [string, string | undefined];
+    const positive = (v: string) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1) throw new Error(`bad value in ${arg}`);
+      return n;
+    };
+    if (name === 'keep') flags.keep = true;
+    else if (name === 'counts') flags.counts = value.split(',').map(positive);
+    else if (name === 'idle') flags.idle = positive(value);
+    else if (name === 'latency-seconds') flags.latencySeconds = positive(value);
+    else if (name === 'settle') flags.settle = positive(value);
+    else
+      throw new Error(
+        `unknown flag ${arg}; use --counts=1000,5000 --idle=S --latency-seconds=S --settle=S --keep`,
+      );
+  }
+  return flags;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+/** Talks to the gateway directly, as the aggregator does (front-proxy certificate, X-Remote-* headers). */
+class GatewayCaller {
+  readonly agent: https.Agent;
+  url: string;
+
+  constructor(url: string) {
+    this.url = url;
+    this.agent = new https.Agent({
+      keepAlive: true,
+      maxSockets: 4,
+      ca: readFileSync(path.join(stateDir, 'hub', 'ca.crt')),
+      cert: readFileSync(path.join(stateDir, 'hub', 'front-proxy-client.crt')),
+      key: readFileSync(path.join(stateDir, 'hub', 'front-proxy-client.key')),
+    });
+  }
+
+  get(pathname: string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = https.request(
+        new URL(pathname, this.url),
+        {
+          agent: this.agent,
+          headers: {
+            'X-Remote-User': 'admin',
+            'X-Remote-Group': 'system:masters',
+            accept: 'application/json',
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.setTimeout(30_000, () => req.destroy(new Error(`GET ${pathname}: no answer in 30 s`)));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  async list(): Promise<{ name: string; healthy: boolean; reason: string }[]> {
+    const { status, body } = await this.get(group);
+    if (status !== 200) throw new Error(`LIST clustergateways: ${status} ${body.slice(0, 300)}`);
+    const list = JSON.parse(body) as {
+      items: { metadata: { name: string }; status?: { healthy?: boolean; healthyReason?: string } }[];
+    };
+    return list.items.map((i) => ({
+      name: i.metadata.name,
+      healthy: i.status?.healthy === true,
+      reason: i.status?.healthyReason ?? '',
+    }));
+  }
+
+  async ready(): Promise<boolean> {
+    try {
+      return (await this.get('/readyz')).status === 200;
+    } catch {
+      return false;
+    }
+  }
+}
+
+interface Rest {
+  rssMb: number;
+  peakMb: number;
+  cpuPercent: number;
+  hubCallsPerMin: number;
+  hubCallsDetail: string;
+  probesPerMin: number;
+  connections: number;
+}
+
+/** The gateway at rest, over `seconds`: CPU share, hub API calls and cluster1 probes per minute (audit logs). */
+async function atRest(gatewayPid: number, cluster1Port: number, seconds: number): Promise<Rest> {
+  const hubAudit = auditLogPath(stateDir, 'hub');
+  const c1Audit = auditLogPath(stateDir, 'cluster1');
+  const hubFrom = fileEnd(hubAudit);
+  const c1From = fileEnd(c1Audit);
+  const cpuBefore = cpuUsage(gatewayPid).cpuMs;
+  const started = performance.now();
+  await sleep(seconds * 1000);
+  const elapsedMin = (performance.now() - started) / 60_000;
+  const cpuMs = cpuUsage(gatewayPid).cpuMs - cpuBefore;
+  const hub = auditSince(hubAudit, hubFrom).events.filter((e) => e.user.username === gatewayUser);
+  const byKind = new Map<string, number>();
+  for (const e of hub) {
+    const key = `${e.verb} ${e.objectRef?.resource ?? e.requestURI}`;
+    byKind.set(key, (byKind.get(key) ?? 0) + 1);
+  }
+  const probes = auditSince(c1Audit, c1From).events.filter(
+    (e) => e.requestURI === '/healthz' && e.verb === 'get',
+  ).length;
+  return {
+    rssMb: rssKb(gatewayPid) / 1024,
+    peakMb: rssKb(gatewayPid, 'VmHWM') / 1024,
+    cpuPercent: (cpuMs / (elapsedMin * 60_000)) * 100,
+    hubCallsPerMin: hub.length / elapsedMin,
+    hubCallsDetail: [...byKind].map(([k, v]) => `${k}: ${v}`).join(', ') || 'none',
+    probesPerMin: probes / elapsedMin,
+    connections: await connectionsTo(gatewayPid, cluster1Port),
+  };
+}
+
+/** Proxied GETs to cluster1, one at a time, for `seconds`. */
+async function proxiedLatency(caller: GatewayCaller, seconds: number) {
+  const latencies: number[] = [];
+  const until = performance.now() + seconds * 1000;
+  while (performance.now() < until) {
+    const started = performance.now();
+    const { status, body } = await caller.get(`${group}/cluster1/proxy/api/v1/namespaces/default`);
+    latencies.push(performance.now() - started);
+    if (status !== 200) throw new Error(`proxied GET answered ${status}: ${body.slice(0, 300)}`);
+  }
+  const sorted = Float64Array.from(latencies).sort();
+  return {
+    n: sorted.length,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1] ?? Number.NaN,
+  };
+}
+
+/** `kubectl get clustergateways` through the aggregator: median wall time of 5, in ms. */
+function kubectlGet(hubKubeconfig: string): number {
+  const kubectl = path.join(builtBinDir, 'kubectl');
+  const times: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    execFileSync(kubectl, ['--kubeconfig', hubKubeconfig, 'get', 'clustergateways', '--no-headers'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    times.push(performance.now() - started);
+  }
+  return median(times);
+}
+
+/** Waits until `check` passes, polling; returns the time it took (ms). */
+async function timeUntil(what: string, check: () => Promise<boolean>, timeoutMs = 600_000): Promise<number> {
+  const started = performance.now();
+  while (!(await check().catch(() => false))) {
+    if (performance.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+  return performance.now() - started;
+}
+
+async function registerClusters(hub: KubeClient, template: KubeObject, count: number): Promise<void> {
+  const ns = credentialNamespace;
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      const name = `scale-${String(i).padStart(5, '0')}`;
+      await hub.create(`/api/v1/namespaces/${ns}/secrets`, {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name, namespace: ns, labels: { ...template.metadata?.labels, [benchLabel]: 'true' } },
+        type: template.type,
+        data: template.data,
+      } as KubeObject);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+}
+
+interface Restart {
+  readyMs: number;
+  allHealthyMs: number;
+  maxUnhealthy: number;
+  rejected: number;
+  proxiedDuring: number;
+}
+
+/**
+ * Stops the gateway and starts it again on the same port (the APIService
+ * keeps working), with --reject-unhealthy added; watches the clusters'
+ * health and proxies to the last registered one until all read healthy.
+ */
+async function restartGateway(
+  env: Environment,
+  current: ManagedProcess,
+  caller: GatewayCaller,
+  expected: number,
+  probeCluster: string,
+  generation: number,
+): Promise<{ process: ManagedProcess; result: Restart }> {
+  const args = current.child.spawnargs.slice(1).filter((a) => !a.startsWith('--reject-unhealthy'));
+  await current.stop();
+  const started = performance.now();
+  const next = env.supervisor.start(`hub-cluster-gateway-restart-${generation}`, process.execPath, {
+    args: [...args, '--reject-unhealthy=true'],
+  });
+  await timeUntil('the restarted gateway to be ready', async () => {
+    next.assertRunning();
+    return caller.ready();
+  });
+  const readyMs = performance.now() - started;
+  let maxUnhealthy = 0;
+  let rejected = 0;
+  let proxied = 0;
+  let stopProxying = false;
+  const proxying = (async () => {
+    let done = false;
+    while (!done) {
+      const { status } = await caller.get(`${group}/${probeCluster}/proxy/api/v1/namespaces/default`);
+      proxied++;
+      if (status === 503) rejected++;
+      done = stopProxying;
+    }
+  })();
+  await timeUntil(
+    'every cluster to read healthy after the restart',
+    async () => {
+      const items = await caller.list();
+      const unhealthy = items.filter((i) => !i.healthy && !i.reason.startsWith('Unknown:')).length;
+      maxUnhealthy = Math.max(maxUnhealthy, unhealthy);
+      return items.length === expected && items.every((i) => i.healthy);
+    },
+    300_000,
+  );
+  const allHealthyMs = performance.now() - started;
+  stopProxying = true;
+  await proxying;
+  return { process: next, result: { readyMs, allHealthyMs, maxUnhealthy, rejected, proxiedDuring: proxied } };
+}
+
+// ---------------------------------------------------------------------------
+
+const flags = parseFlags(process.argv.slice(2));
+const env = await startEnvironment({
+  stateDir,
+  managedClusters: ['cluster1', 'cluster2'],
+  log: (line) => process.stderr.write(`[bench env] ${line}\n`),
+}).catch((err: Error) => {
+  console.error(`\nthe environment did not start: ${err.message}`);
+  process.exit(1);
+});
+
+interface Row {
+  label: string;
+  registerMs?: number;
+  listedMs?: number;
+  healthyMs?: number;
+  rest: Rest;
+  kubectlMs: number;
+  latency: Awaited<ReturnType<typeof proxiedLatency>>;
+  restart?: Restart;
+  afterDelete?: { connections5s: number; connections45s: number; rss5s: number; rss45s: number };
+}
+
+let failed = false;
+try {
+  const gateway = env.gateway;
+  const cluster1 = env.managed.find((c) => c.name === 'cluster1');
+  if (!gateway || !cluster1) throw new Error('the environment has no gateway or no cluster1');
+  const cluster1Port = Number(new URL(cluster1.server).port);
+  const hub = env.hub.client;
+  const caller = new GatewayCaller(gateway.url);
+  let gatewayProcess = gateway.process;
+  const template = await hub.get(`/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`);
+  const base = 2;
+  const rows: Row[] = [];
+
+  const measure = async (label: string, expected: number): Promise<Omit<Row, 'label'>> => {
+    log(`${label}: settling ${flags.settle} s, then ${flags.idle} s at rest`);
+    await sleep(flags.settle * 1000);
+    const rest = await atRest(gatewayProcess.pid, cluster1Port, flags.idle);
+    log(`${label}: kubectl get clustergateways ×5`);
+    const kubectlMs = kubectlGet(env.hub.kubeconfig);
+    log(`${label}: proxied GETs for ${flags.latencySeconds} s`);
+    const latency = await proxiedLatency(caller, flags.latencySeconds);
+    const listed = (await caller.list()).length;
+    if (listed !== expected)
+      throw new Error(`${label}: the gateway lists ${listed} clusters, not ${expected}`);
+    return { rest, kubectlMs, latency };
+  };
+
+  await timeUntil('both clusters healthy', async () => (await caller.list()).every((i) => i.healthy));
+  rows.push({ label: `${base} clusters`, ...(await measure(`${base} clusters`, base)) });
+
+  let generation = 0;
+  for (const count of flags.counts) {
+    const total = base + count;
+    const label = `${total} clusters`;
+    log(`${label}: registering ${count} Secrets`);
+    const started = performance.now();
+    const listedWatch = timeUntil(`the gateway to list ${total} clusters`, async () => {
+      return (await caller.list()).length === total;
+    });
+    await registerClusters(hub, template, count);
+    const registerMs = performance.now() - started;
+    await listedWatch;
+    const listedMs = performance.now() - started;
+    await timeUntil(`all ${total} clusters healthy`, async () =>
+      (await caller.list()).every((i) => i.healthy),
+    );
+    const healthyMs = performance.now() - started;
+    const row: Row = { label, registerMs, listedMs, healthyMs, ...(await measure(label, total)) };
+
+    log(`${label}: restarting the gateway`);
+    const restarted = await restartGateway(
+      env,
+      gatewayProcess,
+      caller,
+      total,
+      `scale-${String(count - 1).padStart(5, '0')}`,
+      ++generation,
+    );
+    gatewayProcess = restarted.process;
+    row.restart = restarted.result;
+
+    log(`${label}: deleting the ${count} Secrets`);
+    await hub.request(
+      'DELETE',
+      `/api/v1/namespaces/${credentialNamespace}/secrets?labelSelector=${encodeURIComponent(`${benchLabel}=true`)}`,
+    );
+    await timeUntil(
+      `the gateway to list ${base} clusters`,
+      async () => (await caller.list()).length === base,
+    );
+    await sleep(5_000);
+    const connections5s = await connectionsTo(gatewayProcess.pid, cluster1Port);
+    const rss5s = rssKb(gatewayProcess.pid) / 1024;
+    await sleep(40_000);
+    row.afterDelete = {
+      connections5s,
+      rss5s,
+      connections45s: await connectionsTo(gatewayProcess.pid, cluster1Port),
+      rss45s: rssKb(gatewayProcess.pid) / 1024,
+    };
+    rows.push(row);
+  }
+
+  const f0 = (v: number | undefined) => (v === undefined ? '—' : v.toFixed(0));
+  const f1 = (v: number | undefined) => (v === undefined ? '—' : v.toFixed(1));
+  const s1 = (ms: number | undefined) => (ms === undefined ? '—' : (ms / 1000).toFixed(1));
+  const row = (name: string, cell: (r: Row) => string) => `| ${name} | ${rows.map(cell).join(' | ')} |`;
+  const table = [
+    `| figure | ${rows.map((r) => r.label).join(' | ')} |`,
+    `|---|${rows.map(() => '---:').join('|')}|`,
+    row('Secrets created in (s)', (r) => s1(r.registerMs)),
+    row('all listed by the gateway after (s)', (r) => s1(r.listedMs)),
+    row('all healthy after (s)', (r) => s1(r.healthyMs)),
+    row('RSS at rest (MB)', (r) => f0(r.rest.rssMb)),
+    row('peak RSS so far (MB)', (r) => f0(r.rest.peakMb)),
+    row('idle CPU (% of a core)', (r) => f1(r.rest.cpuPercent)),
+    row('/healthz probes on cluster1 per min', (r) => f0(r.rest.probesPerMin)),
+    row('hub API calls per min (gateway SA)', (r) => f1(r.rest.hubCallsPerMin)),
+    row('open connections to cluster1', (r) => String(r.rest.connections)),
+    row('`kubectl get clustergateways` median (ms)', (r) => f0(r.kubectlMs)),
+    row('proxied GET p50 (ms)', (r) => r.latency.p50.toFixed(2)),
+    row('proxied GET p99 (ms)', (r) => r.latency.p99.toFixed(2)),
+    row('proxied GET max (ms)', (r) => r.latency.max.toFixed(2)),
+    row('proxied GETs measured', (r) => String(r.latency.n)),
+    row('restart: ready after (s)', (r) => s1(r.restart?.readyMs)),
+    row('restart: all healthy after (s)', (r) => s1(r.restart?.allHealthyMs)),
+    row('restart: most clusters read unhealthy (not unknown)', (r) => String(r.restart?.maxUnhealthy ?? '—')),
+    row('restart: 503s / proxied GETs (--reject-unhealthy)', (r) =>
+      r.restart ? `${r.restart.rejected} / ${r.restart.proxiedDuring}` : '—',
+    ),
+    row('deleted: connections to cluster1 after 5 s / 45 s', (r) =>
+      r.afterDelete ? `${r.afterDelete.connections5s} / ${r.afterDelete.connections45s}` : '—',
+    ),
+    row('deleted: RSS after 5 s / 45 s (MB)', (r) =>
+      r.afterDelete ? `${f0(r.afterDelete.rss5s)} / ${f0(r.afterDelete.rss45s)}` : '—',
+    ),
+  ];
+  console.log(`\n${table.join('\n')}\n`);
+  console.log('hub API calls by the gateway at rest, per window:');
+  for (const r of rows) console.log(`  ${r.label}: ${r.rest.hubCallsDetail}`);
+
+  if (flags.keep) {
+    console.log(`\n--keep: the environment stays up until Ctrl-C (hub kubeconfig ${env.hub.kubeconfig}).`);
+    await new Promise(() => {});
+  }
+} catch (err) {
+  failed = true;
+  console.error(`\nbenchmark failed: ${(err as Error).stack ?? err}`);
+} finally {
+  if (!flags.keep || failed) {
+    await env.stop();
+    process.exit(failed ? 1 : 0);
+  }
+}

@@ -1,0 +1,485 @@
+/**
+ * The path users take, on the environment's real hub: `helm install` of
+ * charts/cluster-gateway (validated by the real apiserver), the manager run
+ * by the process runner from the Deployment helm made, the gateway from the
+ * Deployment the manager made, its APIService registered only once it
+ * serves; `clusteradm addon enable`, AVAILABLE True, `kubectl get
+ * clustergateways` and a proxied request; drift repaired; `helm upgrade`;
+ * `helm uninstall` removing the APIService before the gateway.
+ *
+ * The environment runs its own gateway behind the same APIService
+ * (v1alpha1.cluster.core.oam.dev), which the test files after this one use.
+ * This file installs into a namespace of its own, so nothing of the
+ * environment's is overwritten but the APIService, which the installed
+ * manager takes over (as it would from a hand-made gateway on a real hub);
+ * `after` deletes what the install left and registers the environment's
+ * APIService again, from the copy taken in `before`, and waits until it is
+ * Available. The environment's namespaces are never deleted.
+ *
+ * Named chart-install so that node --test runs it before gateway-*.test.ts,
+ * which then prove the environment was left intact.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type AddonCluster, type LocalAddon, startPodRunners } from '../hack/localenv/addon.ts';
+import { imagePrefix } from '../hack/localenv/addon-manager.ts';
+import { freePort } from '../hack/localenv/ports.ts';
+import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
+import { apiServiceName, apiServicePath } from '../manager/addon/gateway-deploy/names.ts';
+import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
+import { clusteradm } from './support/clusteradm.ts';
+import { e2eStateDir, environmentState, hubClient } from './support/environment.ts';
+import { helm } from './support/helm.ts';
+import { kubectl } from './support/kubectl.ts';
+import { frontProxyClient } from './support/users.ts';
+import { type Recorded, recordWatch, type WatchRecorder } from './support/watch-recorder.ts';
+
+const release = 'cg-e2e';
+const namespace = 'cluster-gateway-install';
+const addon = 'cluster-gateway';
+const gatewayName = 'cluster-gateway';
+const managerName = `${release}-cluster-gateway-addon-manager`;
+const clusters = ['cluster1', 'cluster2'] as const;
+const chart = path.join(import.meta.dirname, '..', 'charts', 'cluster-gateway');
+const addonApi = '/apis/addon.open-cluster-management.io/v1alpha1';
+const mcaPath = (c: string) => `${addonApi}/namespaces/${c}/managedclusteraddons/${addon}`;
+const cmaPath = `${addonApi}/clustermanagementaddons/${addon}`;
+const webhookConfigPath = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${addon}-addon-available`;
+const deploymentPath = (name: string) => `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`;
+const gatewayServicePath = `/api/v1/namespaces/${namespace}/services/${gatewayName}`;
+const agentDeploymentPath = `/apis/apps/v1/namespaces/open-cluster-management-agent-addon/deployments/${addon}-agent`;
+const seconds = (ms: number) => Number((ms / 1000).toFixed(1));
+
+type Condition = { type: string; status: string; reason?: string; message?: string };
+type ApiService = KubeObject & {
+  metadata: { name: string; uid?: string; ownerReferences?: { kind: string; name: string }[] };
+  spec: { service?: { namespace: string; name: string; port?: number }; caBundle?: string };
+  status?: { conditions?: Condition[] };
+};
+type Deployment = KubeObject & { status?: { availableReplicas?: number } };
+type Mca = KubeObject & { metadata: { namespace: string }; status?: { conditions?: Condition[] } };
+
+let hub: KubeClient;
+let kubeconfig: string;
+let pods: LocalAddon | undefined;
+/** The managed clusters' clients (agents are checked there). */
+const spokes: KubeClient[] = [];
+let hostPort: number;
+/** The environment's own APIService, registered again in `after`. */
+let environmentApiService: ApiService;
+let cmaExisted = false;
+let webhookExisted = false;
+let installed = false;
+const recorders: WatchRecorder<KubeObject>[] = [];
+let apiServiceEvents: Recorded<ApiService>[] = [];
+let gatewayEvents: Recorded<Deployment>[] = [];
+
+const pointsAtInstall = (obj: ApiService | undefined) =>
+  obj?.spec.service?.namespace === namespace && obj.spec.service.name === gatewayName;
+const isAvailable = (obj: { status?: { conditions?: Condition[] } } | undefined) =>
+  obj?.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') ?? false;
+
+function values(overrides: string[] = []): string[] {
+  const set = [
+    'image.registry=ghcr.io',
+    `image.repository=${imagePrefix.replace(/^ghcr\.io\//, '')}`,
+    'image.tag=local',
+    'manager.logLevel=debug',
+    // The hub apiserver calls the webhook on this machine (the runner maps 9444 to the pod's own port);
+    // 9444, not 9443, so that no manager argument ending in the gateway's 9443 is remapped.
+    'manager.webhook.port=9444',
+    'manager.webhook.url=https://127.0.0.1:9444',
+    // The environment's credential namespace exists already and is not helm's.
+    'gateway.credentialNamespace.create=false',
+    // No pod network here: the gateway binds its port on "the node" and the Service is a DNS alias.
+    `gateway.hostPort=${hostPort}`,
+    'gateway.serviceExternalName=localhost',
+    'gateway.logLevel=debug',
+    'gateway.healthCheck.intervalSeconds=2',
+    ...overrides,
+  ];
+  return set.flatMap((s) => ['--set', s]);
+}
+
+async function clusterOf(c: { name: string; server: string; kubeconfig: string }): Promise<AddonCluster> {
+  return {
+    name: c.name,
+    server: c.server,
+    client: await KubeClient.fromKubeconfig(c.kubeconfig),
+    pki: { ca: { cert: readFileSync(path.join(environmentState().stateDir, c.name, 'ca.crt'), 'utf8') } },
+  };
+}
+
+/**
+ * How many requests for `cluster` the installed gateway has proxied, from its own /metrics, read straight
+ * from it (as the aggregator: front-proxy certificate; its serving certificate checked against the CA the
+ * manager made): what proves that a request through the hub went to the installed gateway.
+ */
+async function proxiedByInstalledGateway(cluster: string): Promise<number> {
+  const secret = await hub.get<KubeObject & { data: Record<string, string> }>(
+    `/api/v1/namespaces/${namespace}/secrets/${gatewayName}-tls`,
+  );
+  const fp = frontProxyClient();
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = https.get(
+      `https://127.0.0.1:${hostPort}/metrics`,
+      {
+        ca: Buffer.from(secret.data['ca.crt'] ?? '', 'base64').toString(),
+        servername: 'localhost',
+        cert: fp.cert,
+        key: fp.key,
+        headers: { 'x-remote-user': 'e2e-metrics-reader', 'x-remote-group': 'system:masters' },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve(body) : reject(new Error(`${res.statusCode}: ${body}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+  });
+  let total = 0;
+  for (const m of text.matchAll(/^ocm_proxy_proxied_requests_by_cluster_total\{([^}]*)\} (\d+)/gm)) {
+    if (m[1]?.includes(`cluster="${cluster}"`)) total += Number(m[2]);
+  }
+  return total;
+}
+
+/** A request through the hub's aggregator to cluster1's kube-apiserver. */
+async function proxiedThroughHub(): Promise<KubeObject> {
+  return JSON.parse(
+    await kubectl(
+      kubeconfig,
+      'get',
+      '--raw',
+      '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster1/proxy/api/v1/namespaces/default',
+    ),
+  ) as KubeObject;
+}
+
+/** `kubectl api-resources` exits 0: every APIService of the hub answers discovery. */
+async function discoveryHealthy(): Promise<boolean> {
+  return kubectl(kubeconfig, 'api-resources', '-o', 'name').then(
+    () => true,
+    () => false,
+  );
+}
+
+describe('helm install of charts/cluster-gateway on the real hub', () => {
+  before(async () => {
+    hub = await hubClient();
+    const env = environmentState();
+    kubeconfig = env.hub.kubeconfig;
+    environmentApiService = await hub.get<ApiService>(apiServicePath);
+    assert.ok(isAvailable(environmentApiService), "the environment's APIService is Available to begin with");
+    for (const c of clusters) await hub.delete(mcaPath(c));
+    cmaExisted = !!(await hub.getOptional(cmaPath));
+    webhookExisted = !!(await hub.getOptional(webhookConfigPath));
+    hostPort = await freePort();
+    const hubCluster = await clusterOf(env.hub);
+    const managed = await Promise.all(
+      env.managed.filter((c) => clusters.includes(c.name as never)).map(clusterOf),
+    );
+    spokes.push(...managed.map((c) => c.client));
+    pods = startPodRunners(hubCluster, managed, path.join(e2eStateDir, 'chart-install'));
+    const apiServices = recordWatch<ApiService>(
+      hub,
+      `/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name=${apiServiceName}`,
+    );
+    const gateways = recordWatch<Deployment>(
+      hub,
+      `/apis/apps/v1/namespaces/${namespace}/deployments?fieldSelector=metadata.name=${gatewayName}`,
+    );
+    recorders.push(apiServices as never, gateways as never);
+    apiServiceEvents = apiServices.events;
+    gatewayEvents = gateways.events;
+    await Promise.all([apiServices.ready, gateways.ready]);
+  });
+
+  after(async () => {
+    // Leave the environment as found. Every step runs whatever failed before it.
+    const attempt = async (what: string, step: () => Promise<unknown>) =>
+      step().catch((err: Error) => console.log(`[chart-install] cleanup: ${what}: ${err.message}`));
+    if (installed) await attempt('helm uninstall', () => helm('uninstall', release, '-n', namespace));
+    await attempt('addon disable', () =>
+      clusteradm('addon', 'disable', '--names', addon, '--clusters', clusters.join(',')),
+    );
+    for (const c of clusters) {
+      await attempt(`${c} addon gone`, () =>
+        waitFor(`addon on ${c} gone`, async () => !(await hub.getOptional(mcaPath(c))), {
+          timeoutMs: 60_000,
+        }),
+      );
+    }
+    // The agents are gone from the managed clusters once the work agents removed them: the runners stop last.
+    await pods?.stop();
+    for (const r of recorders) await r.stop();
+    await attempt('leftovers', async () => {
+      if (!cmaExisted) await hub.delete(cmaPath);
+      if (!webhookExisted) await hub.delete(webhookConfigPath);
+      await hub.request(
+        'DELETE',
+        `/apis/certificates.k8s.io/v1/certificatesigningrequests?labelSelector=${encodeURIComponent(`open-cluster-management.io/addon-name=${addon}`)}`,
+      );
+      const current = await hub.getOptional<ApiService>(apiServicePath);
+      if (current && !sameService(current, environmentApiService)) await hub.delete(apiServicePath);
+      await hub.delete(`/api/v1/namespaces/${namespace}`);
+    });
+    await attempt("the environment's APIService", async () => {
+      await hub.apply(
+        apiServicePath,
+        {
+          apiVersion: 'apiregistration.k8s.io/v1',
+          kind: 'APIService',
+          metadata: { name: apiServiceName },
+          spec: environmentApiService.spec,
+        },
+        'local-environment',
+      );
+      await waitForConditions(hub, apiServicePath, ['Available'], {
+        what: "the environment's APIService to be Available again",
+        timeoutMs: 60_000,
+      });
+      assert.ok(sameService(await hub.get<ApiService>(apiServicePath), environmentApiService));
+    });
+    hub?.close();
+    for (const c of spokes) c.close();
+  });
+
+  test('helm install: the manager from its Deployment, the gateway from the manager, the APIService once it serves', async () => {
+    const started = Date.now();
+    const notes = await helm(
+      'install',
+      release,
+      chart,
+      '--namespace',
+      namespace,
+      '--create-namespace',
+      ...values(),
+    );
+    installed = true;
+    assert.match(notes, new RegExp(`clusteradm addon enable --names ${addon} --clusters`));
+    await waitFor(
+      'the manager Deployment to be available',
+      async () =>
+        ((await hub.getOptional<Deployment>(deploymentPath(managerName)))?.status?.availableReplicas ?? 0) >=
+        1,
+    );
+    const registered = await waitFor(
+      'the APIService to point at the installed gateway and be Available',
+      async () => {
+        const obj = await hub.getOptional<ApiService>(apiServicePath);
+        return pointsAtInstall(obj) && isAvailable(obj) ? obj : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
+    console.log(`[chart-install] helm install -> APIService Available: ${seconds(Date.now() - started)} s`);
+
+    // Registered only once the gateway served: the first APIService event naming it came after the first
+    // gateway Deployment event with an available replica.
+    const gatewayServing = gatewayEvents.find((e) => (e.object.status?.availableReplicas ?? 0) >= 1);
+    const takenOver = apiServiceEvents.find((e) => pointsAtInstall(e.object));
+    assert.ok(gatewayServing && takenOver, 'both recorded');
+    assert.ok(
+      takenOver.at >= gatewayServing.at,
+      `APIService taken over ${takenOver.at - gatewayServing.at} ms after the gateway served`,
+    );
+    // The caBundle is the CA the manager keeps in the gateway's Secret: no placeholder, no skipped verification.
+    const secret = await hub.get<KubeObject & { data: Record<string, string> }>(
+      `/api/v1/namespaces/${namespace}/secrets/${gatewayName}-tls`,
+    );
+    const ca = Buffer.from(secret.data['ca.crt'] ?? '', 'base64').toString();
+    assert.equal(
+      Buffer.from(registered.spec.caBundle ?? '', 'base64')
+        .toString()
+        .trim(),
+      ca.trim(),
+    );
+    assert.notEqual(registered.spec.caBundle, 'Cg==');
+    assert.equal((registered.spec as { insecureSkipTLSVerify?: boolean }).insecureSkipTLSVerify, undefined);
+    assert.deepEqual(registered.spec.service, { namespace, name: gatewayName, port: hostPort });
+    assert.deepEqual(
+      registered.metadata.ownerReferences?.map((o) => `${o.kind}/${o.name}`),
+      [`ClusterRole/${managerName}`],
+      'helm uninstall (deleting that ClusterRole) takes it away',
+    );
+    // Why it waited, and that it registered, are Events on the gateway Deployment.
+    const events = await hub.list<KubeObject & { reason: string; message: string }>(
+      `/api/v1/namespaces/${namespace}/events?fieldSelector=involvedObject.name=${gatewayName}`,
+    );
+    const reasons = events.items.map((e) => e.reason);
+    assert.ok(reasons.includes('APIServiceNotRegistered'), `events: ${reasons.join(', ')}`);
+    assert.ok(reasons.includes('APIServiceRegistered'), `events: ${reasons.join(', ')}`);
+    assert.ok(await discoveryHealthy(), 'kubectl api-resources exits 0');
+  });
+
+  test('clusteradm addon enable: AVAILABLE True, kubectl get clustergateways, a proxied request', async () => {
+    const started = Date.now();
+    await clusteradm('addon', 'enable', '--names', addon, '--clusters', clusters.join(','));
+    await waitFor(
+      'both ManagedClusterAddOns Available True',
+      async () => {
+        for (const c of clusters) if (!isAvailable(await hub.getOptional<Mca>(mcaPath(c)))) return false;
+        return true;
+      },
+      { timeoutMs: 120_000 },
+    );
+    console.log(`[chart-install] addon enable -> Available True: ${seconds(Date.now() - started)} s`);
+    const table = await kubectl(kubeconfig, 'get', 'managedclusteraddons', '-A');
+    console.log(table.trimEnd());
+    for (const c of clusters) assert.match(table, new RegExp(`^${c}\\s+${addon}\\s+True\\b`, 'm'));
+
+    // Served by the installed gateway: the aggregator routes the group to the APIService's service only.
+    assert.ok(pointsAtInstall(await hub.get<ApiService>(apiServicePath)));
+    const gateways = await kubectl(kubeconfig, 'get', 'clustergateways');
+    console.log(gateways.trimEnd());
+    for (const c of clusters) assert.match(gateways, new RegExp(`^${c}\\s`, 'm'));
+    const before = await proxiedByInstalledGateway('cluster1');
+    const proxied = await proxiedThroughHub();
+    assert.equal(proxied.kind, 'Namespace');
+    assert.equal(proxied.metadata?.name, 'default');
+    assert.equal(await proxiedByInstalledGateway('cluster1'), before + 1, 'proxied by the installed gateway');
+  });
+
+  test('the APIService or the gateway Service deleted by hand: back, discovery healthy, within 10 s', async () => {
+    for (const [what, objectPath] of [
+      ['APIService', apiServicePath],
+      ['gateway Service', gatewayServicePath],
+    ] as const) {
+      const deletedAt = Date.now();
+      await hub.delete(objectPath);
+      await waitFor(
+        `the ${what} repaired and discovery healthy`,
+        async () => {
+          if (!(await hub.getOptional(objectPath))) return false;
+          const api = await hub.getOptional<ApiService>(apiServicePath);
+          if (!pointsAtInstall(api) || !isAvailable(api) || !(await discoveryHealthy())) return false;
+          // Through the aggregator to the installed gateway and on to cluster1, for real.
+          return (await proxiedThroughHub().catch(() => undefined))?.kind === 'Namespace';
+        },
+        { timeoutMs: 20_000, intervalMs: 100 },
+      );
+      const took = seconds(Date.now() - deletedAt);
+      console.log(`[chart-install] ${what} deleted -> repaired, discovery healthy: ${took} s`);
+      assert.ok(took < 10, `${what}: ${took} s`);
+    }
+  });
+
+  test('helm upgrade with changed values rolls the manager and the gateway; the addons stay Available', async () => {
+    const before = await hub.get<KubeObject & { spec: { template: unknown } }>(deploymentPath(gatewayName));
+    const addons = recordWatch<Mca>(
+      hub,
+      `${addonApi}/managedclusteraddons?fieldSelector=metadata.name=${addon}`,
+    );
+    await addons.ready;
+    const started = Date.now();
+    try {
+      await helm(
+        'upgrade',
+        release,
+        chart,
+        '--namespace',
+        namespace,
+        ...values(['gateway.replicas=3', 'gateway.logLevel=info', 'gateway.healthCheck.intervalSeconds=3']),
+      );
+      const rolled = await waitFor(
+        'the manager to roll the gateway Deployment',
+        async () => {
+          const d = await hub.get<KubeObject & { spec: { replicas: number; template: unknown } }>(
+            deploymentPath(gatewayName),
+          );
+          return d.spec.replicas === 3 ? d : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
+      const args = JSON.stringify(rolled.spec.template);
+      assert.ok(args.includes('--log-level=info') && args.includes('--health-check-interval=3'));
+      assert.notDeepEqual(rolled.spec.template, before.spec.template);
+      await waitFor(
+        'the rolled gateway serving through the APIService',
+        async () => {
+          const api = await hub.getOptional<ApiService>(apiServicePath);
+          return pointsAtInstall(api) && isAvailable(api) && (await discoveryHealthy());
+        },
+        { timeoutMs: 60_000 },
+      );
+      // Give a False caused by the upgrade time to show: the manager's health resync and heartbeats.
+      await new Promise((r) => setTimeout(r, 10_000));
+      console.log(`[chart-install] helm upgrade -> rolled and serving: ${seconds(Date.now() - started)} s`);
+    } finally {
+      await addons.stop();
+    }
+    const notAvailable = addons.events.filter(
+      (e) =>
+        e.type === 'DELETED' ||
+        e.object.status?.conditions?.some((c) => c.type === 'Available' && c.status !== 'True'),
+    );
+    assert.deepEqual(
+      notAvailable.map(
+        (e) => `${e.object.metadata.namespace} ${e.type} ${JSON.stringify(e.object.status?.conditions)}`,
+      ),
+      [],
+      'no addon left Available True during the upgrade',
+    );
+  });
+
+  test('helm uninstall: the APIService goes first, then the gateway; hub discovery stays healthy', async () => {
+    const started = Date.now();
+    await helm('uninstall', release, '--namespace', namespace);
+    installed = false;
+    await waitFor(
+      'the APIService and the gateway Deployment to be gone',
+      async () =>
+        !(await hub.getOptional(apiServicePath)) && !(await hub.getOptional(deploymentPath(gatewayName))),
+      { timeoutMs: 60_000 },
+    );
+    console.log(
+      `[chart-install] helm uninstall -> APIService and gateway gone: ${seconds(Date.now() - started)} s`,
+    );
+    const apiDeleted = apiServiceEvents.find((e) => e.type === 'DELETED' && e.at >= started);
+    const gatewayDeleted = gatewayEvents.find((e) => e.type === 'DELETED' && e.at >= started);
+    assert.ok(apiDeleted && gatewayDeleted, 'both deletions recorded');
+    assert.ok(
+      apiDeleted.at <= gatewayDeleted.at,
+      `APIService deleted ${gatewayDeleted.at - apiDeleted.at} ms before the gateway Deployment`,
+    );
+    assert.ok(await discoveryHealthy(), 'kubectl api-resources exits 0');
+    // The ClusterManagementAddOn goes with the release, every ManagedClusterAddOn with it, and every agent
+    // with its ManifestWork (removed by OCM's work agent on the managed cluster).
+    await waitFor(
+      'the ClusterManagementAddOn, the ManagedClusterAddOns and the agents gone',
+      async () => {
+        if (await hub.getOptional(cmaPath)) return false;
+        for (const c of clusters) if (await hub.getOptional(mcaPath(c))) return false;
+        for (const c of spokes) if (await c.getOptional(agentDeploymentPath)) return false;
+        return true;
+      },
+      { timeoutMs: 90_000 },
+    );
+    console.log(`[chart-install] helm uninstall -> agents gone: ${seconds(Date.now() - started)} s`);
+    assert.equal(await hub.getOptional(webhookConfigPath), undefined, 'the webhook registration went too');
+    for (const kind of ['clusterroles', 'clusterrolebindings']) {
+      const left = await hub.list(
+        `/apis/rbac.authorization.k8s.io/v1/${kind}?labelSelector=${encodeURIComponent('app.kubernetes.io/component=gateway')}`,
+      );
+      await waitFor(`the gateway's ${kind} gone`, async () => {
+        const now = await hub.list(
+          `/apis/rbac.authorization.k8s.io/v1/${kind}?labelSelector=${encodeURIComponent('app.kubernetes.io/component=gateway')}`,
+        );
+        return now.items.length === 0;
+      }).catch(() => assert.fail(`${kind} left: ${left.items.map((i) => i.metadata?.name).join(', ')}`));
+    }
+  });
+});
+
+function sameService(a: ApiService, b: ApiService): boolean {
+  return JSON.stringify(a.spec.service) === JSON.stringify(b.spec.service);
+}

@@ -1,0 +1,141 @@
+/**
+ * An addon agent process for the tunnel e2e tests, run outside the addon path (no manager, no
+ * ManifestWork) so a test can pick the cluster name it serves, its identity and when it dies:
+ *
+ * - its hub identity is OCM's addon agent subject for `cluster`, a client certificate signed by
+ *   the hub CA (what OCM's CSR flow produces, signed by the hub's kube-controller-manager);
+ * - its hub permissions are exactly the manager's (manager/addon/registration/hub-permissions.ts),
+ *   applied without owners (the ManagedClusterAddOn they would name does not exist here, and the
+ *   garbage collector would delete them);
+ * - it relays to the managed cluster `managedName` of the environment, through its admin kubeconfig.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { repoRoot } from '../../hack/localenv/binaries.ts';
+import { writeKubeconfig } from '../../hack/localenv/kubeconfig.ts';
+import { ensureNamespace } from '../../hack/localenv/ocm.ts';
+import { freePort } from '../../hack/localenv/ports.ts';
+import type { ManagedProcess, Supervisor } from '../../hack/localenv/supervisor.ts';
+import {
+  agentAttachClusterRole,
+  agentAttachClusterRoleBinding,
+  agentHubLease,
+  agentHubRole,
+  agentHubRoleBinding,
+} from '../../manager/addon/registration/hub-permissions.ts';
+import { addonAgentSubject } from '../../manager/addon/registration/subject.ts';
+import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import { type KeyPair, loadCertificateAuthority } from '../../shared/pki.ts';
+import { environmentState } from './environment.ts';
+
+export const tunnelAddon = 'cluster-gateway';
+
+function hubFile(name: string): string {
+  return readFileSync(path.join(environmentState().stateDir, 'hub', name), 'utf8');
+}
+
+/** A hub client certificate for the addon agent of `cluster` (or any CN/O), signed by the hub CA. */
+export async function agentCertificate(
+  cluster: string,
+  options: { validForMs?: number; extraGroups?: string[] } = {},
+): Promise<KeyPair> {
+  const subject = addonAgentSubject(cluster, tunnelAddon);
+  const ca = await loadCertificateAuthority({ cert: hubFile('ca.crt'), key: hubFile('ca.key') });
+  return ca.issue({
+    commonName: subject.user,
+    organizations: [...subject.groups, ...(options.extraGroups ?? [])],
+    usage: 'client',
+    ...(options.validForMs !== undefined ? { validForMs: options.validForMs } : {}),
+  });
+}
+
+/** A hub kubeconfig with `client` (the registration Secret's kubeconfig, as a file). */
+export function agentHubKubeconfig(name: string, client: KeyPair): string {
+  const env = environmentState();
+  return writeKubeconfig(path.join(env.stateDir, `tunnel-agent-${name}.kubeconfig`), {
+    name: 'hub',
+    server: env.hub.server,
+    caCert: hubFile('ca.crt'),
+    client,
+  });
+}
+
+/** The manager's hub objects for the agent of `cluster`, owners stripped; returns their paths to delete. */
+export async function grantAgentOnHub(hub: KubeClient, cluster: string): Promise<string[]> {
+  await ensureNamespace(hub, cluster);
+  const owner = {
+    apiVersion: 'addon.open-cluster-management.io/v1alpha1',
+    name: tunnelAddon,
+    namespace: cluster,
+    uid: '',
+  };
+  const subject = addonAgentSubject(cluster, tunnelAddon);
+  const rbac = '/apis/rbac.authorization.k8s.io/v1';
+  const objects: [string, KubeObject][] = [
+    [`${rbac}/namespaces/${cluster}/roles`, agentHubRole(owner)],
+    [`${rbac}/namespaces/${cluster}/rolebindings`, agentHubRoleBinding(owner, subject)],
+    [`/apis/coordination.k8s.io/v1/namespaces/${cluster}/leases`, agentHubLease(owner, subject, 10)],
+    [`${rbac}/clusterroles`, agentAttachClusterRole(owner)],
+    [`${rbac}/clusterrolebindings`, agentAttachClusterRoleBinding(owner, subject)],
+  ];
+  const paths: string[] = [];
+  for (const [collection, obj] of objects) {
+    if (obj.metadata) delete obj.metadata.ownerReferences;
+    const objectPath = `${collection}/${obj.metadata?.name}`;
+    await hub.apply(objectPath, obj, 'e2e');
+    paths.push(objectPath);
+  }
+  return paths;
+}
+
+export interface TunnelAgent {
+  process: ManagedProcess;
+  port: number;
+  /** One value of the agent's /metrics, NaN when absent. */
+  metric(series: string): Promise<number>;
+}
+
+/** Node's compile cache, warmed as the agent image warms it, so RSS figures are the deployed agent's. */
+const compileCache = path.join(repoRoot, '.cache', 'node-compile-cache');
+let warmed = false;
+
+/** Starts `node agent/main.ts` for `cluster`, relaying to the environment's managed cluster `managedName`. */
+export async function startTunnelAgent(
+  supervisor: Supervisor,
+  options: { cluster: string; managedName: string; hubKubeconfig: string; name?: string },
+): Promise<TunnelAgent> {
+  const managed = environmentState().managed.find((m) => m.name === options.managedName);
+  if (!managed) throw new Error(`no managed cluster "${options.managedName}"`);
+  if (!warmed) {
+    execFileSync(process.execPath, [path.join(repoRoot, 'agent', 'main.ts'), '--help'], {
+      env: { ...process.env, NODE_COMPILE_CACHE: compileCache },
+      stdio: 'ignore',
+    });
+    warmed = true;
+  }
+  const port = await freePort();
+  const process_ = supervisor.start(options.name ?? `tunnel-agent-${options.cluster}`, process.execPath, {
+    args: [
+      path.join(repoRoot, 'agent', 'main.ts'),
+      `--cluster-name=${options.cluster}`,
+      `--addon-name=${tunnelAddon}`,
+      `--hub-kubeconfig=${options.hubKubeconfig}`,
+      `--kubeconfig=${managed.kubeconfig}`,
+      '--install-namespace=default',
+      '--bind-address=127.0.0.1',
+      `--port=${port}`,
+      '--log-level=debug',
+    ],
+    env: { NODE_COMPILE_CACHE: compileCache },
+  });
+  return {
+    process: process_,
+    port,
+    async metric(series) {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return Number(line?.split(' ').at(-1) ?? Number.NaN);
+    },
+  };
+}

@@ -1,0 +1,349 @@
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { describe, test } from 'node:test';
+import pino from 'pino';
+import type { KubeObject } from '../../../shared/kube/client.ts';
+import { type Informer, objectKey } from '../../../shared/kube/informer.ts';
+import { differs, firstDifference, GatewayController, specHashAnnotation } from './gateway-controller.ts';
+import type { GatewayInformers } from './informers.ts';
+import { apiServiceName } from './names.ts';
+import { type GatewayDeployOptions, parseGatewayOptions } from './options.ts';
+
+const day = 86400_000;
+
+function specOf<T>(obj: KubeObject | undefined): T {
+  assert.ok(obj?.spec, 'the object exists');
+  return obj.spec as T;
+}
+
+function dataOf(obj: KubeObject | undefined): Record<string, string> {
+  assert.ok(obj?.data, 'the Secret exists');
+  return obj.data as Record<string, string>;
+}
+
+/** An informer over a Map: what the controller reads. */
+function store() {
+  const map = new Map<string, KubeObject>();
+  const informer = {
+    get: (k: string) => map.get(k),
+    list: () => [...map.values()],
+    on: () => () => {},
+    synced: Promise.resolve(),
+  } as unknown as Informer<KubeObject>;
+  return { map, informer };
+}
+
+const storeOfKind: Record<string, keyof GatewayInformers> = {
+  Deployment: 'deployments',
+  Service: 'services',
+  PodDisruptionBudget: 'podDisruptionBudgets',
+  ServiceAccount: 'serviceAccounts',
+  Secret: 'secrets',
+  ClusterRole: 'clusterRoles',
+  ClusterRoleBinding: 'clusterRoleBindings',
+  Role: 'roles',
+  RoleBinding: 'roleBindings',
+  APIService: 'apiServices',
+};
+
+/** A hub whose writes land in the stores (with a uid, as the apiserver would), recorded in order. */
+function setup(options: Partial<GatewayDeployOptions> = {}, now = () => Date.now()) {
+  const stores = Object.fromEntries(
+    [...Object.values(storeOfKind), 'owner'].map((k) => [k, store()]),
+  ) as Record<keyof GatewayInformers, ReturnType<typeof store>>;
+  stores.owner.map.set('cg-manager', {
+    kind: 'ClusterRole',
+    metadata: { name: 'cg-manager', uid: 'owner-uid' },
+  });
+  const writes: string[] = [];
+  const events: { type: string; reason: string; message: string }[] = [];
+  let uid = 0;
+  const hub = {
+    async apply(path: string, body: KubeObject) {
+      writes.push(`apply ${body.kind} ${objectKey(body)}`);
+      const s = stores[storeOfKind[body.kind ?? ''] as keyof GatewayInformers];
+      const existing = s.map.get(objectKey(body));
+      const stored = structuredClone({ ...existing, ...body }) as KubeObject;
+      stored.metadata = { ...stored.metadata, uid: existing?.metadata?.uid ?? `uid-${++uid}` };
+      s.map.set(objectKey(body), stored);
+      assert.ok(path.endsWith(`/${body.metadata?.name}`), path);
+      return stored;
+    },
+    async delete(path: string) {
+      writes.push(`delete ${path}`);
+      for (const s of Object.values(stores)) {
+        for (const [k, v] of s.map) if (path.endsWith(`/${v.metadata?.name}`)) s.map.delete(k);
+      }
+    },
+  };
+  const informers = Object.fromEntries(
+    Object.entries(stores).map(([k, s]) => [k, s.informer]),
+  ) as unknown as GatewayInformers;
+  const controller = new GatewayController({
+    hub: hub as never,
+    addonName: 'cluster-gateway',
+    namespace: 'cg-system',
+    options: {
+      ...parseGatewayOptions({ 'deploy-gateway': 'true', 'owner-cluster-role': 'cg-manager' }, 'img:1'),
+      ...options,
+    },
+    informers,
+    log: pino({ level: 'silent' }),
+    events: { record: async (_o, e) => void events.push(e) },
+    now,
+  });
+  const deployment = () => stores.deployments.map.get('cg-system/cluster-gateway');
+  const markAvailable = (available: number) => {
+    const d = deployment();
+    assert.ok(d, 'the Deployment exists');
+    d.status = { availableReplicas: available, replicas: 2 };
+  };
+  return { controller, stores, writes, events, deployment, markAvailable };
+}
+
+describe('GatewayController.reconcile', () => {
+  test('a fresh hub: everything but the APIService, which waits for an available replica and says why', async () => {
+    const t = setup();
+    await t.controller.reconcile();
+    assert.deepEqual(t.writes, [
+      'apply ServiceAccount cg-system/cluster-gateway',
+      'apply ClusterRole cluster-gateway:gateway',
+      'apply ClusterRoleBinding cluster-gateway:gateway',
+      'apply ClusterRoleBinding cluster-gateway:auth-delegator',
+      'apply RoleBinding kube-system/cluster-gateway:auth-reader',
+      'apply Role open-cluster-management-credentials/cluster-gateway:credentials',
+      'apply RoleBinding open-cluster-management-credentials/cluster-gateway:credentials',
+      'apply Secret cg-system/cluster-gateway-tls',
+      'apply Service cg-system/cluster-gateway',
+      'apply PodDisruptionBudget cg-system/cluster-gateway',
+      'apply Deployment cg-system/cluster-gateway',
+    ]);
+    assert.equal(t.stores.apiServices.map.size, 0);
+    assert.equal(t.events.at(-1)?.reason, 'APIServiceNotRegistered');
+    assert.match(t.events.at(-1)?.message ?? '', /0\/2 gateway replicas available/);
+    for (const s of Object.values(t.stores)) {
+      for (const obj of s.map.values()) {
+        if (obj.kind === 'ClusterRole' && obj.metadata?.name === 'cg-manager') continue;
+        assert.deepEqual(
+          ((obj.metadata?.ownerReferences ?? []) as { uid: string }[]).map((o) => o.uid),
+          ['owner-uid'],
+          `${obj.kind} owned by the owner ClusterRole`,
+        );
+      }
+    }
+  });
+
+  test('registered once available: caBundle is the CA of the Secret; the gateway then also hangs off the APIService', async () => {
+    const t = setup();
+    await t.controller.reconcile();
+    t.markAvailable(0);
+    t.writes.length = 0;
+    await t.controller.reconcile();
+    assert.deepEqual(t.writes, [], 'unavailable: nothing registered, nothing else to write');
+    t.markAvailable(1);
+    await t.controller.reconcile();
+    assert.deepEqual(t.writes, [`apply APIService ${apiServiceName}`]);
+    const api = t.stores.apiServices.map.get(apiServiceName) as KubeObject & {
+      spec: Record<string, unknown>;
+    };
+    const secret = t.stores.secrets.map.get('cg-system/cluster-gateway-tls') as KubeObject & {
+      data: Record<string, string>;
+    };
+    const ca = Buffer.from(secret.data['ca.crt'] ?? '', 'base64').toString();
+    assert.equal(Buffer.from(String(api.spec.caBundle), 'base64').toString(), `${ca.trimEnd()}\n`);
+    assert.deepEqual(api.spec.service, { namespace: 'cg-system', name: 'cluster-gateway', port: 443 });
+    assert.equal(api.spec.insecureSkipTLSVerify, false);
+    const leaf = new X509Certificate(Buffer.from(secret.data['tls.crt'] ?? '', 'base64').toString());
+    assert.ok(leaf.checkIssued(new X509Certificate(ca)), 'the serving certificate is signed by that CA');
+    assert.ok(leaf.checkHost('cluster-gateway.cg-system.svc'), "names the aggregator's TLS ServerName");
+    assert.equal(t.events.at(-1)?.reason, 'APIServiceRegistered');
+
+    t.writes.length = 0;
+    await t.controller.reconcile();
+    assert.equal(t.writes.length, 11, 'every gateway object gains the APIService as second owner');
+    const owners = (t.deployment()?.metadata?.ownerReferences ?? []) as { kind: string }[];
+    assert.deepEqual(
+      owners.map((o) => o.kind),
+      ['ClusterRole', 'APIService'],
+    );
+    t.writes.length = 0;
+    await t.controller.reconcile();
+    assert.deepEqual(t.writes, [], 'converged: nothing to write');
+  });
+
+  test('drift is repaired: an edited Deployment, a deleted Service, a changed caBundle, a deleted APIService', async () => {
+    const t = setup();
+    await t.controller.reconcile();
+    t.markAvailable(1);
+    await t.controller.reconcile();
+    await t.controller.reconcile();
+    t.writes.length = 0;
+
+    specOf<{ replicas: number }>(t.deployment()).replicas = 7;
+    t.stores.services.map.clear();
+    const api = t.stores.apiServices.map.get(apiServiceName) as KubeObject & { spec: { caBundle: string } };
+    api.spec.caBundle = 'Cg==';
+    await t.controller.reconcile();
+    assert.deepEqual(t.writes, [
+      'apply Service cg-system/cluster-gateway',
+      'apply Deployment cg-system/cluster-gateway',
+      `apply APIService ${apiServiceName}`,
+    ]);
+    assert.equal((t.deployment()?.spec as { replicas: number } | undefined)?.replicas, 2);
+    assert.notEqual(
+      (t.stores.apiServices.map.get(apiServiceName)?.spec as { caBundle: string } | undefined)?.caBundle,
+      'Cg==',
+    );
+
+    t.stores.apiServices.map.clear();
+    t.writes.length = 0;
+    await t.controller.reconcile();
+    assert.ok(t.writes.includes(`apply APIService ${apiServiceName}`), 'registered again at once');
+  });
+
+  test("someone else's APIService is taken over only once the gateway serves", async () => {
+    const t = setup();
+    t.stores.apiServices.map.set(apiServiceName, {
+      kind: 'APIService',
+      metadata: { name: apiServiceName, uid: 'theirs' },
+      spec: { service: { namespace: 'elsewhere', name: 'their-gateway', port: 443 } },
+    });
+    await t.controller.reconcile();
+    assert.ok(!t.writes.some((w) => w.includes('APIService')));
+    assert.match(t.events.at(-1)?.message ?? '', /still points at another service/);
+    t.markAvailable(1);
+    await t.controller.reconcile();
+    assert.ok(t.writes.includes(`apply APIService ${apiServiceName}`));
+    assert.deepEqual(
+      (t.stores.apiServices.map.get(apiServiceName)?.spec as { service: unknown } | undefined)?.service,
+      {
+        namespace: 'cg-system',
+        name: 'cluster-gateway',
+        port: 443,
+      },
+    );
+  });
+
+  test('the owner ClusterRole missing or being deleted (an uninstall): nothing is written', async () => {
+    const t = setup();
+    t.stores.owner.map.clear();
+    await t.controller.reconcile();
+    const deleting = setup();
+    (deleting.stores.owner.map.get('cg-manager')?.metadata as Record<string, unknown>).deletionTimestamp =
+      '2026-01-01T00:00:00Z';
+    await deleting.controller.reconcile();
+    assert.deepEqual([...t.writes, ...deleting.writes], []);
+  });
+
+  test('objects with the gateway labels that are no longer wanted are deleted', async () => {
+    const t = setup();
+    await t.controller.reconcile();
+    const stale = structuredClone(
+      t.stores.roles.map.get('open-cluster-management-credentials/cluster-gateway:credentials'),
+    );
+    assert.ok(stale?.metadata);
+    stale.metadata.namespace = 'old-credentials';
+    t.stores.roles.map.set('old-credentials/cluster-gateway:credentials', stale);
+    t.writes.length = 0;
+    await t.controller.reconcile();
+    assert.deepEqual(t.writes, [
+      'delete /apis/rbac.authorization.k8s.io/v1/namespaces/old-credentials/roles/cluster-gateway:credentials',
+    ]);
+  });
+
+  test('a setting the manager drops is dropped on the object (the spec hash changes)', async () => {
+    const t = setup({ resources: { limits: { memory: '256Mi' } } });
+    await t.controller.reconcile();
+    const before = t.deployment()?.metadata?.annotations?.[specHashAnnotation];
+    const again = setup({ resources: {} });
+    again.stores.deployments.map.set(
+      'cg-system/cluster-gateway',
+      structuredClone(t.deployment() as KubeObject),
+    );
+    await again.controller.reconcile();
+    assert.ok(again.writes.includes('apply Deployment cg-system/cluster-gateway'));
+    assert.notEqual(again.deployment()?.metadata?.annotations?.[specHashAnnotation], before);
+  });
+
+  test('CA rotation: a new CA when a third of its life is left, both CAs in the caBundle', async () => {
+    let now = Date.now();
+    const t = setup({ caValiditySeconds: 30 * 86400, certificateValiditySeconds: 10 * 86400 }, () => now);
+    await t.controller.reconcile();
+    t.markAvailable(1);
+    await t.controller.reconcile();
+    const caOf = () =>
+      Buffer.from(
+        dataOf(t.stores.secrets.map.get('cg-system/cluster-gateway-tls'))['ca.crt'] ?? '',
+        'base64',
+      ).toString();
+    const oldCa = caOf();
+    now += 25 * day; // 5 of 30 days left
+    await t.controller.reconcile();
+    const newCa = caOf();
+    assert.notEqual(newCa, oldCa);
+    const bundle = Buffer.from(
+      String(
+        (t.stores.apiServices.map.get(apiServiceName)?.spec as { caBundle: string } | undefined)?.caBundle,
+      ),
+      'base64',
+    ).toString();
+    assert.ok(bundle.includes(newCa.trim()) && bundle.includes(oldCa.trim()), 'both CAs trusted');
+  });
+
+  test('an external name: an ExternalName Service, the APIService on the host port', async () => {
+    const t = setup({ serviceExternalName: 'localhost', hostPort: 31443 });
+    await t.controller.reconcile();
+    t.markAvailable(1);
+    await t.controller.reconcile();
+    const svc = t.stores.services.map.get('cg-system/cluster-gateway') as KubeObject & {
+      spec: Record<string, unknown>;
+    };
+    assert.equal(svc.spec.type, 'ExternalName');
+    assert.equal(svc.spec.externalName, 'localhost');
+    assert.equal(
+      specOf<{ service: { port: number } }>(t.stores.apiServices.map.get(apiServiceName)).service.port,
+      31443,
+    );
+  });
+});
+
+describe('differs', () => {
+  test('server defaults and status do not count; a changed or missing field does', () => {
+    const desired = { kind: 'X', spec: { a: 1, list: [{ b: 2 }] } };
+    assert.equal(
+      differs(desired, { kind: 'X', spec: { a: 1, list: [{ b: 2, c: 3 }], d: 4 }, status: {} }),
+      false,
+    );
+    assert.equal(differs(desired, { kind: 'X', spec: { a: 2, list: [{ b: 2 }] } }), true);
+    assert.equal(differs(desired, { kind: 'X', spec: { list: [{ b: 2 }] } }), true);
+  });
+
+  test('insecureSkipTLSVerify false equals its omission, never a true', () => {
+    const desired = { kind: 'APIService', spec: { caBundle: 'x', insecureSkipTLSVerify: false } };
+    assert.equal(differs(desired, { kind: 'APIService', spec: { caBundle: 'x' } }), false);
+    assert.equal(
+      differs(desired, { kind: 'APIService', spec: { caBundle: 'x', insecureSkipTLSVerify: true } }),
+      true,
+    );
+  });
+});
+
+test('firstDifference names the field that drifted', () => {
+  const desired = { spec: { replicas: 2, template: { args: ['a', 'b'] } } };
+  assert.equal(
+    firstDifference(desired, { spec: { replicas: 2, template: { args: ['a', 'b'] }, x: 1 } }),
+    undefined,
+  );
+  assert.equal(
+    firstDifference(desired, { spec: { replicas: 7, template: { args: ['a', 'b'] } } }),
+    'spec.replicas',
+  );
+  assert.equal(
+    firstDifference(desired, { spec: { replicas: 2, template: { args: ['a'] } } }),
+    'spec.template.args',
+  );
+  assert.equal(
+    firstDifference(desired, { spec: { replicas: 2, template: { args: ['a', 'c'] } } }),
+    'spec.template.args[1]',
+  );
+});

@@ -1,0 +1,358 @@
+/**
+ * Deploys the gateway on the hub and keeps it in shape (--deploy-gateway):
+ * its ServiceAccount and RBAC, the CA and serving certificate, Service,
+ * PodDisruptionBudget and Deployment, and the APIService.
+ *
+ * - One key, one reconcile of everything, run on any event of any of the
+ *   gateway's objects (informers.ts): someone editing or deleting one gets
+ *   it back within the reconcile that follows, and on a timer for
+ *   certificate renewal and a periodic resync.
+ * - Writes only what differs from the cache (server-side apply, forced, own
+ *   field manager). The desired spec's hash is an annotation, so a setting
+ *   the manager drops (say, resources) is dropped on the object too.
+ * - The APIService is registered only once the gateway Deployment has an
+ *   available replica, with the CA as caBundle; until then an Event on the
+ *   Deployment says why. An APIService of someone else's (a hand-made
+ *   gateway) is taken over at that moment, not before. Once it is ours, any
+ *   drift in it is repaired at once.
+ * - Uninstall order comes from owner references: the APIService is owned by
+ *   --owner-cluster-role, every other object by that ClusterRole and by the
+ *   APIService. The garbage collector deletes an object only when all its
+ *   owners are gone, so deleting the ClusterRole (helm uninstall) removes the
+ *   APIService first and the gateway after it, while deleting the APIService
+ *   alone leaves the gateway running (the manager registers it again). With
+ *   the owner ClusterRole missing or being deleted, the controller writes
+ *   nothing: it would otherwise race the uninstall.
+ */
+import { createHash, X509Certificate } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
+import { objectKey } from '../../../shared/kube/informer.ts';
+import { controllerQueue, startWhenSynced } from '../controller-queue.ts';
+import type { AddonMetrics } from '../metrics.ts';
+import type { OwnerReference } from '../resources.ts';
+import type { ProcessResult, WorkQueue } from '../work-queue.ts';
+import { apiService } from './apiservice.ts';
+import { type DeploymentStatusView, gatewayAvailability } from './availability.ts';
+import type { EventRecorder } from './events.ts';
+import { allInformers, type GatewayInformers, informerOfKind } from './informers.ts';
+import { GatewayMetrics } from './metrics.ts';
+import {
+  apiServiceName,
+  apiServicePath,
+  type GatewayNames,
+  gatewayFieldManager,
+  gatewayNames,
+  objectPath,
+} from './names.ts';
+import type { GatewayDeployOptions } from './options.ts';
+import { gatewayRbac } from './rbac.ts';
+import { decodeSecretData, encodeSecretData, servingCertificate } from './serving-certificate.ts';
+import {
+  apiServicePort,
+  deployment,
+  type GatewaySpec,
+  labelsOf,
+  podDisruptionBudget,
+  service,
+  serviceAccount,
+  servingHosts,
+} from './workload.ts';
+
+export const specHashAnnotation = 'cluster-gateway.oam.dev/spec-hash';
+const key = 'gateway';
+const controllerName = 'gateway';
+
+export interface GatewayControllerDeps {
+  hub: Pick<KubeClient, 'apply' | 'delete'>;
+  addonName: string;
+  /** The manager's namespace: the gateway's too. */
+  namespace: string;
+  options: GatewayDeployOptions;
+  informers: GatewayInformers;
+  log: Logger;
+  metrics?: AddonMetrics;
+  events?: Pick<EventRecorder, 'record'>;
+  /** Full reconcile at least this often (default 5 min). */
+  resyncMs?: number;
+  now?: () => number;
+}
+
+export class GatewayController {
+  readonly #d: GatewayControllerDeps;
+  readonly #log: Logger;
+  readonly #names: GatewayNames;
+  readonly #spec: GatewaySpec;
+  readonly #now: () => number;
+  readonly #gauges: GatewayMetrics | undefined;
+  readonly queue: WorkQueue;
+  /** Last state logged, so a waiting controller says so once, not every reconcile. */
+  #logged = '';
+
+  constructor(deps: GatewayControllerDeps) {
+    this.#d = deps;
+    this.#log = deps.log.child({ controller: controllerName });
+    this.#names = gatewayNames(deps.namespace, deps.options.name, deps.options.credentialNamespace);
+    this.#spec = { names: this.#names, options: deps.options, addonName: deps.addonName };
+    this.#now = deps.now ?? Date.now;
+    this.#gauges = deps.metrics ? new GatewayMetrics(deps.metrics.registry) : undefined;
+    this.queue = controllerQueue({
+      controller: controllerName,
+      reconcile: () => this.reconcile(),
+      log: this.#log,
+      metrics: deps.metrics,
+    });
+  }
+
+  get names(): GatewayNames {
+    return this.#names;
+  }
+
+  start(signal: AbortSignal): void {
+    const requeue = () => this.queue.add(key);
+    const informers = allInformers(this.#d.informers);
+    const off = informers.map((i) => i.on({ onAdd: requeue, onUpdate: requeue, onDelete: requeue }));
+    startWhenSynced(this.queue, signal, {
+      synced: informers.map((i) => i.synced),
+      initial: requeue,
+      cleanup: off,
+    });
+  }
+
+  async reconcile(): Promise<ProcessResult> {
+    const { informers, options } = this.#d;
+    const now = this.#now();
+    const resyncMs = this.#d.resyncMs ?? 5 * 60_000;
+
+    let owners: OwnerReference[] = [];
+    if (options.ownerClusterRole) {
+      const owner = informers.owner?.get(options.ownerClusterRole);
+      if (!owner?.metadata?.uid || owner.metadata.deletionTimestamp) {
+        this.#say(
+          'warn',
+          `owner ClusterRole ${options.ownerClusterRole} is missing or being deleted (uninstalling?): not touching the gateway`,
+        );
+        return { requeueAfterMs: resyncMs };
+      }
+      owners = [
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRole',
+          name: options.ownerClusterRole,
+          uid: String(owner.metadata.uid),
+        },
+      ];
+    }
+
+    const certificate = await this.#certificate(now);
+    const current = informers.apiServices.get(apiServiceName);
+    const ours = current !== undefined && this.#pointsAtGateway(current);
+    // The APIService as a second owner only with a first one: on its own it would take the gateway
+    // with it whenever someone deleted the APIService.
+    const gatewayOwners =
+      owners.length > 0 && ours && current?.metadata?.uid
+        ? [
+            ...owners,
+            {
+              apiVersion: 'apiregistration.k8s.io/v1',
+              kind: 'APIService',
+              name: apiServiceName,
+              uid: String(current.metadata.uid),
+            },
+          ]
+        : owners;
+
+    const desired = [
+      serviceAccount(this.#spec),
+      ...gatewayRbac(this.#names),
+      certificate.secret,
+      service(this.#spec),
+      podDisruptionBudget(this.#spec),
+      deployment(this.#spec),
+    ].map((obj) => withOwnersAndHash(obj, gatewayOwners));
+    for (const obj of desired) await this.#ensure(obj);
+    await this.#prune(new Set(desired.map((o) => `${o.kind}/${objectKey(o)}`)));
+
+    const availability = gatewayAvailability(
+      informers.deployments.get(`${this.#names.namespace}/${this.#names.name}`) as
+        | DeploymentStatusView
+        | undefined,
+      this.#names.name,
+    );
+    const wanted = withOwnersAndHash(
+      apiService(this.#names, apiServicePort(this.#spec), certificate.caBundle),
+      owners,
+    );
+    const recheck = { requeueAfterMs: Math.max(1000, Math.min(resyncMs, certificate.recheckAt - now)) };
+    if (!ours) {
+      if (!availability.available) {
+        this.#gauges?.setRegistered(false);
+        const why = current
+          ? `the APIService ${apiServiceName} still points at another service; it is taken over once the gateway serves: ${availability.message}`
+          : `the APIService ${apiServiceName} is not registered yet: ${availability.message}`;
+        this.#say('info', why);
+        await this.#event('Warning', 'APIServiceNotRegistered', why);
+        return recheck;
+      }
+      await this.#d.hub.apply(apiServicePath, wanted, gatewayFieldManager);
+      const message = `APIService ${apiServiceName} ${current ? 'taken over' : 'registered'}: ${availability.message}; caBundle holds ${certificate.caCount} CA certificate(s)`;
+      this.#say('info', message);
+      await this.#event('Normal', 'APIServiceRegistered', message);
+    } else if (differs(wanted, current)) {
+      await this.#d.hub.apply(apiServicePath, wanted, gatewayFieldManager);
+      this.#log.info({ apiService: apiServiceName, field: drift(wanted, current) }, 'APIService repaired');
+      await this.#event('Normal', 'APIServiceRepaired', `APIService ${apiServiceName} was changed; restored`);
+    }
+    this.#gauges?.setRegistered(true);
+    return recheck;
+  }
+
+  /** The CA and serving certificate Secret to apply, and the CA bundle it implies. */
+  async #certificate(now: number) {
+    const { informers, options } = this.#d;
+    const secret = informers.secrets.get(`${this.#names.namespace}/${this.#names.tlsSecret}`) as
+      | (KubeObject & { data?: Record<string, string> })
+      | undefined;
+    const state = await servingCertificate(
+      decodeSecretData(secret?.data),
+      {
+        hosts: servingHosts(this.#spec),
+        subject: `${this.#names.name}.${this.#names.namespace}`,
+        caValidForMs: options.caValiditySeconds * 1000,
+        servingValidForMs: options.certificateValiditySeconds * 1000,
+      },
+      now,
+    );
+    if (state.renewal !== 'none') {
+      this.#log.info(
+        { secret: `${this.#names.namespace}/${this.#names.tlsSecret}`, renewed: state.renewal },
+        state.renewal === 'ca'
+          ? 'gateway CA and serving certificate issued'
+          : 'gateway serving certificate issued',
+      );
+    }
+    for (const [which, pem] of [
+      ['serving', state.data['tls.crt']],
+      ['ca', state.data['ca.crt']],
+    ] as const) {
+      if (pem) this.#gauges?.setExpiry(which, Date.parse(new X509Certificate(pem).validTo));
+    }
+    const tlsSecret: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: this.#names.tlsSecret,
+        namespace: this.#names.namespace,
+        labels: labelsOf(this.#names),
+      },
+      type: 'kubernetes.io/tls',
+      data: encodeSecretData(state.data),
+    };
+    const caCount = (state.caBundle.match(/BEGIN CERTIFICATE/g) ?? []).length;
+    return { secret: tlsSecret, caBundle: state.caBundle, caCount, recheckAt: state.recheckAt };
+  }
+
+  async #ensure(obj: KubeObject): Promise<void> {
+    const informer = this.#d.informers[informerOfKind[obj.kind as keyof typeof informerOfKind]];
+    const current = informer?.get(objectKey(obj));
+    if (current && !differs(obj, current)) return;
+    await this.#d.hub.apply(objectPath(obj), obj, gatewayFieldManager);
+    this.#log.info(
+      { kind: obj.kind, name: objectKey(obj), ...(current ? { field: drift(obj, current) } : {}) },
+      current ? 'gateway object repaired or updated' : 'gateway object created',
+    );
+  }
+
+  /** Objects with the gateway's labels that are no longer wanted (a renamed gateway, a moved credential namespace). */
+  async #prune(wanted: Set<string>): Promise<void> {
+    const { informers } = this.#d;
+    for (const [kind, field] of Object.entries(informerOfKind)) {
+      if (kind === 'APIService' || kind === 'Secret') continue; // watched by name: always the wanted one
+      for (const obj of informers[field]?.list() ?? []) {
+        if (wanted.has(`${kind}/${objectKey(obj)}`)) continue;
+        await this.#d.hub.delete(objectPath({ ...obj, kind }));
+        this.#log.info({ kind, name: objectKey(obj) }, 'gateway object no longer wanted: deleted');
+      }
+    }
+  }
+
+  #pointsAtGateway(obj: KubeObject): boolean {
+    const svc = (obj.spec as { service?: { namespace?: string; name?: string } } | undefined)?.service;
+    return svc?.namespace === this.#names.namespace && svc?.name === this.#names.name;
+  }
+
+  #say(level: 'info' | 'warn', message: string): void {
+    if (this.#logged === message) return;
+    this.#logged = message;
+    this.#log[level]({ apiService: apiServiceName }, message);
+  }
+
+  async #event(type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const current = this.#d.informers.deployments.get(`${this.#names.namespace}/${this.#names.name}`);
+    await this.#d.events?.record(
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        name: this.#names.name,
+        namespace: this.#names.namespace,
+        ...(current?.metadata?.uid ? { uid: String(current.metadata.uid) } : {}),
+      },
+      { type, reason, message },
+    );
+  }
+}
+
+/** `obj` with its owners and the hash of what the manager wants it to be (owners excluded). */
+export function withOwnersAndHash(obj: KubeObject, owners: OwnerReference[]): KubeObject {
+  const hash = createHash('sha256').update(JSON.stringify(obj)).digest('hex').slice(0, 16);
+  return {
+    ...obj,
+    metadata: {
+      ...obj.metadata,
+      annotations: { ...obj.metadata?.annotations, [specHashAnnotation]: hash },
+      ...(owners.length > 0 ? { ownerReferences: owners } : {}),
+    },
+  };
+}
+
+/**
+ * Does `current` lack anything of `desired`? Extra fields (server defaults, status) do not count, and
+ * neither does a `false` the server omits on output (APIService insecureSkipTLSVerify).
+ */
+export function differs(desired: KubeObject, current: KubeObject): boolean {
+  return drift(desired, current) !== undefined;
+}
+
+/** Where `current` differs from `desired` (as `differs` counts it), or undefined. */
+export function drift(desired: KubeObject, current: KubeObject): string | undefined {
+  const spec = desired.spec as Record<string, unknown> | undefined;
+  if (spec?.insecureSkipTLSVerify === false) {
+    const currentSpec = current.spec as Record<string, unknown> | undefined;
+    if (currentSpec?.insecureSkipTLSVerify === true) return 'spec.insecureSkipTLSVerify';
+    const { insecureSkipTLSVerify: _omitted, ...rest } = spec;
+    return firstDifference({ ...desired, spec: rest }, current);
+  }
+  return firstDifference(desired, current);
+}
+
+/** The path of the first field of `desired` that `current` lacks or has otherwise (for the log: what drifted). */
+export function firstDifference(desired: unknown, current: unknown, at = ''): string | undefined {
+  if (Array.isArray(desired)) {
+    if (!Array.isArray(current) || current.length !== desired.length) return at || '.';
+    for (const [i, item] of desired.entries()) {
+      const found = firstDifference(item, current[i], `${at}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (desired && typeof desired === 'object') {
+    if (!current || typeof current !== 'object' || Array.isArray(current)) return at || '.';
+    for (const [k, v] of Object.entries(desired)) {
+      if (v === undefined) continue;
+      const found = firstDifference(v, (current as Record<string, unknown>)[k], at ? `${at}.${k}` : k);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  return desired === current ? undefined : at || '.';
+}

@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { gatewayNames } from './names.ts';
+import { parseGatewayOptions } from './options.ts';
+import { gatewayRbac } from './rbac.ts';
+import {
+  apiServicePort,
+  deployment,
+  type GatewaySpec,
+  podDisruptionBudget,
+  service,
+  servingHosts,
+} from './workload.ts';
+
+const spec = (values: Record<string, string> = {}): GatewaySpec => ({
+  names: gatewayNames('cg-system', 'cluster-gateway', 'creds'),
+  options: parseGatewayOptions(values, 'ghcr.io/oam-dev/cluster-gateway-ts:1.0.0'),
+  addonName: 'cluster-gateway',
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: reading into built manifests.
+type Loose = any;
+
+describe('gateway workload', () => {
+  test("the Deployment: the chart's security context, spread over nodes, no replica lost in a rollout", () => {
+    const d = deployment(spec()) as Loose;
+    assert.equal(d.spec.replicas, 2);
+    assert.deepEqual(d.spec.strategy.rollingUpdate, { maxUnavailable: 0, maxSurge: 1 });
+    const pod = d.spec.template.spec;
+    assert.deepEqual(pod.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    const [container] = pod.containers;
+    assert.deepEqual(container.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    const term =
+      pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm;
+    assert.equal(term.topologyKey, 'kubernetes.io/hostname');
+    assert.deepEqual(term.labelSelector.matchLabels, d.spec.selector.matchLabels);
+    assert.equal(pod.serviceAccountName, 'cluster-gateway');
+    assert.deepEqual(container.command, ['node', '/app/manager/gateway/main.ts']);
+    assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
+    // Only the serving pair is mounted: the CA key stays in the Secret.
+    assert.deepEqual(
+      pod.volumes[0].secret.items.map((i: { key: string }) => i.key),
+      ['tls.crt', 'tls.key'],
+    );
+  });
+
+  test("the manager's gateway flags first, the user's after them", () => {
+    const args = (
+      deployment(spec({ 'gateway-args': '["--log-level=debug","--agent-tunnels=false"]' })) as Loose
+    ).spec.template.spec.containers[0].args;
+    assert.deepEqual(args, [
+      '--secure-port=9443',
+      '--bind-address=0.0.0.0',
+      '--tls-cert-file=/etc/cluster-gateway/tls/tls.crt',
+      '--tls-private-key-file=/etc/cluster-gateway/tls/tls.key',
+      '--secret-namespace=creds',
+      '--tunnel-addon-name=cluster-gateway',
+      '--log-level=debug',
+      '--agent-tunnels=false',
+    ]);
+  });
+
+  test('optional pod settings appear only when set', () => {
+    const plain = (deployment(spec()) as Loose).spec.template.spec;
+    for (const field of ['nodeSelector', 'tolerations', 'imagePullSecrets'])
+      assert.equal(plain[field], undefined);
+    assert.equal(plain.containers[0].resources, undefined);
+    assert.equal(plain.containers[0].ports[0].hostPort, undefined);
+    const set = (
+      deployment(
+        spec({
+          'gateway-node-selector': '{"a":"b"}',
+          'gateway-image-pull-secrets': 'pull',
+          'gateway-resources': '{"requests":{"cpu":"50m"}}',
+          'gateway-host-port': '30443',
+        }),
+      ) as Loose
+    ).spec.template.spec;
+    assert.deepEqual(set.nodeSelector, { a: 'b' });
+    assert.deepEqual(set.imagePullSecrets, [{ name: 'pull' }]);
+    assert.deepEqual(set.containers[0].resources, { requests: { cpu: '50m' } });
+    assert.equal(set.containers[0].ports[0].hostPort, 30443);
+  });
+
+  test('Service, APIService port and certificate names: ClusterIP on 443, or an external name on the gateway port', () => {
+    const clusterIp = service(spec()) as Loose;
+    assert.equal(clusterIp.spec.type, 'ClusterIP');
+    assert.deepEqual(clusterIp.spec.ports, [
+      { name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' },
+    ]);
+    assert.equal(apiServicePort(spec()), 443);
+    assert.ok(servingHosts(spec()).includes('cluster-gateway.cg-system.svc'));
+    const external = spec({ 'gateway-service-external-name': 'localhost', 'gateway-host-port': '30443' });
+    assert.equal((service(external) as Loose).spec.type, 'ExternalName');
+    assert.equal(apiServicePort(external), 30443);
+    assert.ok(servingHosts(external).includes('localhost'));
+  });
+
+  test('the PodDisruptionBudget lets one replica go at a time', () => {
+    assert.deepEqual((podDisruptionBudget(spec()) as Loose).spec, {
+      maxUnavailable: 1,
+      selector: {
+        matchLabels: {
+          'app.kubernetes.io/name': 'cluster-gateway',
+          'app.kubernetes.io/component': 'gateway',
+        },
+      },
+    });
+  });
+
+  test("RBAC: no wildcard, Secrets in the credential namespace only, Kubernetes' own roles for auth", () => {
+    const objects = gatewayRbac(spec().names) as Loose[];
+    for (const obj of objects) {
+      for (const rule of obj.rules ?? []) {
+        for (const list of [rule.apiGroups, rule.resources, rule.verbs]) assert.ok(!list.includes('*'));
+      }
+    }
+    const secretRules = objects.filter((o) => o.rules?.some((r: Loose) => r.resources.includes('secrets')));
+    assert.deepEqual(
+      secretRules.map((o) => `${o.kind} ${o.metadata.namespace}`),
+      ['Role creds'],
+    );
+    const refs = objects.filter((o) => o.roleRef).map((o) => o.roleRef.name);
+    assert.ok(refs.includes('system:auth-delegator'));
+    assert.ok(refs.includes('extension-apiserver-authentication-reader'));
+    assert.ok(
+      objects.every((o) => !o.metadata.name.startsWith('cluster-gateway') || o.metadata.name.includes(':')),
+    );
+  });
+});

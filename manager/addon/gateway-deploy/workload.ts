@@ -1,0 +1,180 @@
+/**
+ * The gateway's workload as pure builders: its ServiceAccount, Deployment,
+ * Service and PodDisruptionBudget. The pod runs with the chart's security
+ * context (non-root, read-only root filesystem, no privilege escalation, no
+ * capabilities, seccomp RuntimeDefault), spreads its replicas over nodes,
+ * and never loses a serving replica in a rollout (maxUnavailable 0).
+ */
+import type { KubeObject } from '../../../shared/kube/client.ts';
+import { type GatewayNames, gatewayObjectLabels, servingCertificateDir } from './names.ts';
+import type { GatewayDeployOptions } from './options.ts';
+
+/** What the builders need beyond the names: the options and the addon whose agents may attach. */
+export interface GatewaySpec {
+  names: GatewayNames;
+  options: Omit<GatewayDeployOptions, 'enabled' | 'ownerClusterRole' | 'name' | 'credentialNamespace'>;
+  addonName: string;
+}
+
+/** Where the image keeps Node's compile cache (filled at build time; read-only at run time is fine). */
+const compileCache = '/app/.cache/node-compile-cache';
+
+export function labelsOf(names: GatewayNames): Record<string, string> {
+  return { ...gatewayObjectLabels, ...names.podSelector };
+}
+
+function meta(names: GatewayNames, name = names.name) {
+  return { name, namespace: names.namespace, labels: labelsOf(names) };
+}
+
+export function serviceAccount({ names }: GatewaySpec): KubeObject {
+  return { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(names) };
+}
+
+/** The gateway's own flags first; the user's (--gateway-args) after, so that they win where both set one. */
+export function gatewayArgs({ names, options, addonName }: GatewaySpec): string[] {
+  return [
+    `--secure-port=${options.port}`,
+    '--bind-address=0.0.0.0',
+    `--tls-cert-file=${servingCertificateDir}/tls.crt`,
+    `--tls-private-key-file=${servingCertificateDir}/tls.key`,
+    `--secret-namespace=${names.credentialNamespace}`,
+    `--tunnel-addon-name=${addonName}`,
+    ...options.args,
+  ];
+}
+
+export function deployment(spec: GatewaySpec): KubeObject {
+  const { names, options } = spec;
+  const https = { port: 'https', scheme: 'HTTPS' };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: meta(names),
+    spec: {
+      replicas: options.replicas,
+      selector: { matchLabels: names.podSelector },
+      // A new replica serves before an old one stops: the APIService always has somewhere to go.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: { labels: labelsOf(names) },
+        spec: {
+          serviceAccountName: names.name,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 65532,
+            runAsGroup: 65532,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          affinity: {
+            podAntiAffinity: {
+              // Preferred, not required: a one-node hub still runs every replica.
+              preferredDuringSchedulingIgnoredDuringExecution: [
+                {
+                  weight: 100,
+                  podAffinityTerm: {
+                    labelSelector: { matchLabels: names.podSelector },
+                    topologyKey: 'kubernetes.io/hostname',
+                  },
+                },
+              ],
+            },
+          },
+          ...(Object.keys(options.nodeSelector).length > 0 ? { nodeSelector: options.nodeSelector } : {}),
+          ...(options.tolerations.length > 0 ? { tolerations: options.tolerations } : {}),
+          ...(options.imagePullSecrets.length > 0
+            ? { imagePullSecrets: options.imagePullSecrets.map((name) => ({ name })) }
+            : {}),
+          containers: [
+            {
+              name: 'gateway',
+              image: options.image,
+              imagePullPolicy: options.imagePullPolicy,
+              command: ['node', '/app/manager/gateway/main.ts'],
+              args: gatewayArgs(spec),
+              env: [{ name: 'NODE_COMPILE_CACHE', value: compileCache }],
+              ports: [
+                {
+                  name: 'https',
+                  containerPort: options.port,
+                  protocol: 'TCP',
+                  ...(options.hostPort ? { hostPort: options.hostPort } : {}),
+                },
+              ],
+              readinessProbe: { httpGet: { path: '/readyz', ...https }, periodSeconds: 5 },
+              livenessProbe: {
+                httpGet: { path: '/healthz', ...https },
+                periodSeconds: 10,
+                failureThreshold: 3,
+              },
+              ...(Object.keys(options.resources).length > 0 ? { resources: options.resources } : {}),
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
+              volumeMounts: [
+                { name: 'tls', mountPath: servingCertificateDir, readOnly: true },
+                { name: 'tmp', mountPath: '/tmp' },
+              ],
+            },
+          ],
+          volumes: [
+            {
+              name: 'tls',
+              // Only the serving pair: the CA's key stays in the Secret, out of the pod.
+              secret: {
+                secretName: names.tlsSecret,
+                items: [
+                  { key: 'tls.crt', path: 'tls.crt' },
+                  { key: 'tls.key', path: 'tls.key' },
+                ],
+              },
+            },
+            { name: 'tmp', emptyDir: {} },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** The Service the APIService names; with an external name, a DNS alias for a gateway outside the pod network. */
+export function service({ names, options }: GatewaySpec): KubeObject {
+  const spec = options.serviceExternalName
+    ? {
+        type: 'ExternalName',
+        externalName: options.serviceExternalName,
+        ports: [{ name: 'https', port: apiServicePort({ options }), protocol: 'TCP' }],
+      }
+    : {
+        type: 'ClusterIP',
+        selector: names.podSelector,
+        ports: [{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }],
+      };
+  return { apiVersion: 'v1', kind: 'Service', metadata: meta(names), spec };
+}
+
+/** The port the aggregator dials: the Service's 443, or the gateway's own port behind an external name. */
+export function apiServicePort({ options }: Pick<GatewaySpec, 'options'>): number {
+  if (!options.serviceExternalName) return 443;
+  return options.hostPort || options.port;
+}
+
+export function podDisruptionBudget({ names }: GatewaySpec): KubeObject {
+  return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: meta(names),
+    // One replica at a time may be evicted (a node drain), so two or more keep serving.
+    spec: { maxUnavailable: 1, selector: { matchLabels: names.podSelector } },
+  };
+}
+
+/** Host names the serving certificate names: the Service's DNS names (the aggregator's TLS ServerName is `<svc>.<ns>.svc`). */
+export function servingHosts({ names, options }: Pick<GatewaySpec, 'names' | 'options'>): string[] {
+  const svc = `${names.name}.${names.namespace}`;
+  const hosts = [names.name, svc, `${svc}.svc`, `${svc}.svc.cluster.local`];
+  if (options.serviceExternalName) hosts.push(options.serviceExternalName);
+  return hosts;
+}

@@ -1,0 +1,201 @@
+/**
+ * The gateway's end of one agent tunnel: an HTTP/2 client session run over the connection the
+ * kube-aggregator relayed (roles reversed: the agent serves). `dial()` opens one CONNECT stream,
+ * which the agent pipes to its cluster's kube-apiserver; the proxy's connection pool runs TLS and
+ * HTTP/1.1 inside it (proxy/pool.ts), so proxied requests, watches and upgrades (exec,
+ * port-forward) travel as they would over TCP, each on a stream with its own flow control.
+ */
+import http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
+import { keepAlive } from '../../../shared/tunnel/keepalive.ts';
+import {
+  connectionWindowBytes,
+  defaultKeepalive,
+  streamWindowBytes,
+  tunnelConnectAuthority,
+  tunnelErrorHeader,
+} from '../../../shared/tunnel/protocol.ts';
+
+export interface TunnelSessionOptions {
+  cluster: string;
+  /** The agent's user name, for logs and the ClusterGateway status. */
+  agent: string;
+  keepalive?: { intervalMs: number; timeoutMs: number };
+  /** How long opening a stream may take before dial() fails (the agent then connects to its apiserver). */
+  dialTimeoutMs?: number;
+  onRoundTrip?: (ms: number) => void;
+}
+
+/** Why a session ended, for logs and metrics (a fixed set). */
+export type CloseReason = 'closed' | 'ping-timeout' | 'replaced' | 'shutdown' | 'revoked' | 'error';
+
+export class TunnelSession {
+  readonly cluster: string;
+  readonly agent: string;
+  readonly connectedAt = new Date();
+  readonly #session: http2.ClientHttp2Session;
+  readonly #socket: Duplex & { bytesRead?: number; bytesWritten?: number };
+  readonly #dialTimeoutMs: number;
+  #openStreams = 0;
+  #closeReason: CloseReason | undefined;
+  #lastRoundTripMs: number | undefined;
+  #markEnded: (reason: CloseReason) => void = () => {};
+  /** Settles when the session stops taking new streams: GOAWAY either way, or closed. */
+  readonly ended: Promise<CloseReason>;
+  /** Settles when the session and its connection are gone. */
+  readonly closed: Promise<CloseReason>;
+
+  /**
+   * Starts the HTTP/2 session on `socket`, which must already carry the 101 response: Node aborts
+   * (Http2Session::OnStreamAfterWrite, is_write_in_progress) when the session takes over a socket
+   * with a write still in flight, so the caller waits for that write's callback first.
+   */
+  constructor(socket: Duplex, options: TunnelSessionOptions) {
+    this.cluster = options.cluster;
+    this.agent = options.agent;
+    this.#socket = socket;
+    this.#dialTimeoutMs = options.dialTimeoutMs ?? 10_000;
+    // The authority is never used to connect (createConnection hands over the socket); it only
+    // fills :authority of requests, and every request here sets its own.
+    this.#session = http2.connect('http://agent.tunnel.invalid', {
+      createConnection: () => socket,
+      settings: { enablePush: false, initialWindowSize: streamWindowBytes },
+      // Many watches buffer a little each; Node's 10 MB default would refuse streams too early.
+      maxSessionMemory: 64,
+    });
+    this.#session.on('error', () => {}); // reported through 'close' below
+    this.#session.once('connect', () => {
+      try {
+        this.#session.setLocalWindowSize(connectionWindowBytes);
+      } catch {
+        // the session closed during the handshake; 'close' follows
+      }
+    });
+    const stopKeepalive = keepAlive(this.#session, {
+      ...(options.keepalive ?? defaultKeepalive),
+      onRoundTrip: (ms) => {
+        this.#lastRoundTripMs = ms;
+        options.onRoundTrip?.(ms);
+      },
+      onTimeout: () => {
+        this.#closeReason ??= 'ping-timeout';
+      },
+    });
+    this.ended = new Promise((resolve) => {
+      this.#markEnded = (reason) => {
+        this.#closeReason ??= reason;
+        resolve(this.#closeReason);
+      };
+    });
+    this.closed = new Promise((resolve) => {
+      this.#session.once('close', () => {
+        stopKeepalive();
+        socket.destroy();
+        this.#markEnded('closed');
+        resolve(this.#closeReason ?? 'closed');
+      });
+    });
+    // The agent's GOAWAY (it drains to reconnect elsewhere, or shuts down): no new streams here.
+    this.#session.once('goaway', () => this.#markEnded('closed'));
+  }
+
+  /** True while new streams can be opened. */
+  get usable(): boolean {
+    return !this.#session.closed && !this.#session.destroyed && this.#closeReason === undefined;
+  }
+
+  get openStreams(): number {
+    return this.#openStreams;
+  }
+
+  get lastRoundTripMs(): number | undefined {
+    return this.#lastRoundTripMs;
+  }
+
+  /** Bytes through the tunnel's connection so far (framing and TLS included). */
+  get bytes(): { received: number; sent: number } {
+    return { received: this.#socket.bytesRead ?? 0, sent: this.#socket.bytesWritten ?? 0 };
+  }
+
+  /** One raw byte stream to the cluster's kube-apiserver. */
+  dial(): Promise<Duplex> {
+    if (!this.usable) {
+      return Promise.reject(new Error(`the tunnel of cluster "${this.cluster}" is closing`));
+    }
+    return new Promise((resolve, reject) => {
+      let stream: http2.ClientHttp2Stream;
+      try {
+        stream = this.#session.request(
+          { ':method': 'CONNECT', ':authority': tunnelConnectAuthority },
+          { endStream: false },
+        );
+      } catch (err) {
+        reject(new Error(`cannot open a stream in the tunnel of cluster "${this.cluster}": ${message(err)}`));
+        return;
+      }
+      this.#openStreams++;
+      stream.once('close', () => this.#openStreams--);
+      let settled = false;
+      const fail = (why: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        stream.destroy();
+        reject(new Error(why));
+      };
+      const timer = setTimeout(
+        () =>
+          fail(
+            `the agent of cluster "${this.cluster}" did not open a stream within ${this.#dialTimeoutMs} ms`,
+          ),
+        this.#dialTimeoutMs,
+      );
+      stream.once('response', (headers) => {
+        const status = Number(headers[':status']);
+        if (status !== 200) {
+          const cause = headers[tunnelErrorHeader];
+          fail(
+            `the agent of cluster "${this.cluster}" could not reach its kube-apiserver${cause ? `: ${String(cause)}` : ` (status ${status})`}`,
+          );
+          return;
+        }
+        settled = true;
+        clearTimeout(timer);
+        resolve(stream);
+      });
+      stream.once('error', (err) =>
+        fail(`tunnel stream of cluster "${this.cluster}" failed: ${err.message}`),
+      );
+      stream.once('close', () => fail(`the tunnel of cluster "${this.cluster}" closed`));
+    });
+  }
+
+  /**
+   * Stops new streams (GOAWAY) and lets the open ones finish; `graceMs` later whatever is left is
+   * cut. Used when the agent's newer connection replaces this one, and on shutdown.
+   */
+  drain(reason: CloseReason, graceMs: number): void {
+    this.#markEnded(reason);
+    if (this.#session.closed || this.#session.destroyed) return;
+    try {
+      // The reason travels in GOAWAY's opaque data: the agent reconnects at once after a shutdown.
+      this.#session.goaway(http2.constants.NGHTTP2_NO_ERROR, 0, Buffer.from(reason));
+    } catch {
+      // already going away
+    }
+    this.#session.close();
+    // Not unref'd: a shutdown awaits `closed`, which this timer guarantees.
+    const timer = setTimeout(() => this.#session.destroy(), graceMs);
+    this.#session.once('close', () => clearTimeout(timer));
+  }
+
+  /** Cuts the session now. */
+  destroy(reason: CloseReason): void {
+    this.#markEnded(reason);
+    this.#session.destroy();
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
