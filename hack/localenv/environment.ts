@@ -70,7 +70,9 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
     if (!hub) throw new Error('hub did not start');
     step('starting kube-controller-managers');
     for (const cluster of [hub, ...managed]) startControllerManager(supervisor, cluster);
-    step('starting the OCM hub (CRDs, registration controller, placement scheduler, addon manager, conversion webhook)');
+    step(
+      'starting the OCM hub (CRDs, registration controller, placement scheduler, addon manager, conversion webhook)',
+    );
     const ocmHub = await startOcmHub(supervisor, hub, stateDir);
     for (const cluster of managed) {
       step(`joining ${cluster.name} (registration agent, CSR, acceptance, work agent)`);
