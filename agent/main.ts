@@ -14,12 +14,14 @@ import { hostname } from 'node:os';
 import pino from 'pino';
 import { optionsOrExit } from '../shared/cli-flags.ts';
 import { createAgentServer } from './http.ts';
+import { HubCredentialWriter } from './hub-credential.ts';
 import { type Connection, loadInCluster, loadKubeconfig } from './kubeconfig.ts';
 import { AgentMetrics } from './metrics.ts';
 import { type AgentOptions, helpText, parseOptions } from './options.ts';
 import { ReloadingClient } from './reloading-client.ts';
 import { Renewer } from './renewer.ts';
 import { serviceAccountOwner } from './service-account.ts';
+import { ImpersonatingServer } from './tunnel/impersonation.ts';
 import { TunnelMetrics } from './tunnel/metrics.ts';
 import { relayTargetOf } from './tunnel/relay.ts';
 import { TunnelClient } from './tunnel/tunnel-client.ts';
@@ -92,20 +94,73 @@ const renewer = new Renewer({
 // warms Node's compile cache with `--help`, which a dynamic import would miss, and a module stripped
 // at run time keeps Node's TypeScript stripper in memory (about 22 MB, docs/benchmarks.md); node:http2
 // itself costs about 4 MB.
+/** The hub connection, or with --tunnel-server the same identity aimed straight at the gateway. */
+function tunnelConnection(hubConnection: Connection): Connection {
+  if (!options.tunnelServer) return hubConnection;
+  const ca = options.tunnelCaFile ? readFileSync(options.tunnelCaFile, 'utf8') : hubConnection.options.ca;
+  return {
+    ...hubConnection,
+    server: options.tunnelServer,
+    options: { ...hubConnection.options, ca },
+    // A renewed gateway CA is read on the next attach; the certificate's rotation drives reconnects.
+    fingerprint: hubConnection.fingerprint,
+  };
+}
 const tunnelMetrics = new TunnelMetrics();
 const stop = new AbortController();
 let tunnelLoop: Promise<void> | undefined;
+// The no-credential trust model: requests the gateway sends on impersonation streams run with this
+// agent's own credential, as the hub caller (tunnel/impersonation.ts). Off: such streams are refused.
+const impersonation =
+  options.trustModel === 'no-credential'
+    ? new ImpersonatingServer({
+        cluster: options.clusterName,
+        spoke: loadSpoke,
+        log: log.child({ loop: 'impersonation' }),
+        onRequest: (result) => tunnelMetrics.impersonated(result),
+      })
+    : undefined;
 if (options.tunnel) {
   tunnelLoop = new TunnelClient({
+    ...(impersonation ? { impersonation } : {}),
     cluster: options.clusterName,
     // Read fresh for every attach and compared every few seconds: OCM rotates the certificate.
-    loadHub: () => loadKubeconfig(options.hubKubeconfig),
+    loadHub: () => tunnelConnection(loadKubeconfig(options.hubKubeconfig)),
     // The managed apiserver as this agent reaches it (kubeconfig or in-cluster), and nothing else.
     target: () => relayTargetOf(loadSpoke().server),
     metrics: tunnelMetrics,
     log: log.child({ loop: 'tunnel' }),
   }).run(stop.signal);
 }
+
+// The cluster's credential Secret on the hub (hub-credential: a token of our ServiceAccount; no-credential:
+// the labels alone), when the addon's configuration asks for it.
+const credentialLoop = options.hubCredentialNamespace
+  ? new HubCredentialWriter({
+      cluster: options.clusterName,
+      trustModel: options.trustModel,
+      namespace: options.hubCredentialNamespace,
+      hub: () => hub.get(),
+      spoke: () => spoke.get(),
+      spokeCa: () => {
+        const ca = loadSpoke().options.ca;
+        return typeof ca === 'string' ? ca : undefined;
+      },
+      ...(options.hubCredentialServiceAccount
+        ? {
+            serviceAccount: {
+              namespace: options.installNamespace,
+              name: options.hubCredentialServiceAccount,
+            },
+          }
+        : {}),
+      tokenSeconds: options.hubCredentialTokenSeconds,
+      rotateSeconds: options.hubCredentialRotateSeconds,
+      checkSeconds: options.hubCredentialCheckSeconds,
+      log: log.child({ loop: 'hub-credential' }),
+      onResult: (result, expiresAt) => tunnelMetrics.credentialWrite(result, expiresAt),
+    }).run(stop.signal)
+  : undefined;
 
 const server = createAgentServer(
   {
@@ -119,7 +174,10 @@ const server = createAgentServer(
     },
     ready: () => renewer.health,
   },
-  { render: () => metrics.render() + (options.tunnel ? tunnelMetrics.render() : '') },
+  {
+    render: () =>
+      metrics.render() + (options.tunnel || options.hubCredentialNamespace ? tunnelMetrics.render() : ''),
+  },
 );
 server.listen(options.port, options.bindAddress, () => {
   const address = server.address();
@@ -131,6 +189,8 @@ server.listen(options.port, options.bindAddress, () => {
       intervalSeconds: options.renewIntervalSeconds,
       jitter: options.renewJitter,
       tunnel: options.tunnel,
+      trustModel: options.trustModel,
+      hubCredentialNamespace: options.hubCredentialNamespace || undefined,
     },
     'agent started',
   );
@@ -148,6 +208,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     server.close();
     await loop;
     await tunnelLoop;
+    await credentialLoop;
+    impersonation?.close();
     hub.close();
     spoke.close();
     process.exit(0);

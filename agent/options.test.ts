@@ -22,9 +22,42 @@ test('defaults: OCM mount path, default install namespace, 5 s renewals with 20 
     port: 8080,
     logLevel: 'info',
     tunnel: true,
+    tunnelServer: '',
+    tunnelCaFile: '',
+    trustModel: 'hub-credential',
+    hubCredentialNamespace: '',
+    hubCredentialServiceAccount: '',
+    hubCredentialTokenSeconds: 86400,
+    hubCredentialRotateSeconds: 43200,
+    hubCredentialCheckSeconds: 60,
   });
   const off = parseOptions(['--cluster-name=cluster1', '--tunnel=false'], none) as { tunnel: boolean };
   assert.equal(off.tunnel, false);
+});
+
+test('trust models: the hub credential Secret needs its ServiceAccount in the hub-credential model only', () => {
+  const opts = (argv: string[]) => parseOptions(['--cluster-name=c1', ...argv], none);
+  assert.throws(
+    () => opts(['--trust-model=none']),
+    /--trust-model: "none" is not hub-credential or no-credential/,
+  );
+  assert.throws(() => opts(['--hub-credential-namespace=creds']), /needs --hub-credential-service-account/);
+  const hub = opts([
+    '--hub-credential-namespace=creds',
+    '--hub-credential-service-account=proxy',
+    '--hub-credential-token-seconds=3600',
+  ]) as { hubCredentialRotateSeconds: number };
+  assert.equal(hub.hubCredentialRotateSeconds, 1800, 'half the lifetime by default');
+  const marker = opts(['--trust-model=no-credential', '--hub-credential-namespace=creds']) as {
+    trustModel: string;
+  };
+  assert.equal(marker.trustModel, 'no-credential');
+  assert.throws(() => opts(['--hub-credential-token-seconds=60']), /between 600 and/);
+  assert.throws(() => opts(['--hub-credential-namespace=Not_A_Namespace']), /not a namespace name/);
+  assert.throws(
+    () => opts(['--tunnel-server=http://gw:443']),
+    /--tunnel-server: "http:\/\/gw:443" is not an https:\/\/ URL/,
+  );
 });
 
 test('install namespace: flag, then POD_NAMESPACE, then the ServiceAccount namespace file', () => {

@@ -26,6 +26,25 @@ export interface AgentOptions {
   logLevel: string;
   /** Hold the reverse tunnel to the gateway through the hub kube-apiserver (agent/tunnel). */
   tunnel: boolean;
+  /**
+   * Attach straight to the gateway at this URL (its Service, exposed) instead of through the hub's
+   * kube-apiserver; same identity (the hub client certificate), same attach path. Empty: the hub.
+   */
+  tunnelServer: string;
+  /** CA of the gateway's serving certificate for --tunnel-server (default: the hub kubeconfig's CA). */
+  tunnelCaFile: string;
+  /**
+   * hub-credential: relay TLS byte streams only (the hub holds the credential). no-credential: also
+   * serve requests with the agent's own credential as the impersonated hub caller (docs/tunnel.md).
+   */
+  trustModel: 'hub-credential' | 'no-credential';
+  /** Write the cluster's credential Secret in this hub namespace (agent/hub-credential.ts); empty: none. */
+  hubCredentialNamespace: string;
+  /** hub-credential: the ServiceAccount (install namespace) whose tokens the hub gets. */
+  hubCredentialServiceAccount: string;
+  hubCredentialTokenSeconds: number;
+  hubCredentialRotateSeconds: number;
+  hubCredentialCheckSeconds: number;
 }
 
 /** Where OCM's addon-framework and AddOnTemplate mount the registration Secret. */
@@ -78,6 +97,46 @@ const flags = {
     default: 'true',
     help: "hold a reverse tunnel to the gateway (an upgrade on clustergateways/<cluster>/attach of the hub kube-apiserver, with the hub credential) and relay the gateway's connections to this cluster's kube-apiserver",
   },
+  'tunnel-server': {
+    type: 'string',
+    default: '',
+    help: 'attach the tunnel straight to the gateway at this https:// URL (its Service, exposed to the managed clusters) instead of through the hub kube-apiserver: one hop less; the gateway authenticates the same hub client certificate. Empty: through the hub',
+  },
+  'tunnel-ca-file': {
+    type: 'string',
+    default: '',
+    help: "CA (PEM file) of the gateway's serving certificate, for --tunnel-server; default: the hub kubeconfig's CA",
+  },
+  'trust-model': {
+    type: 'string',
+    default: 'hub-credential',
+    help: "hub-credential: the tunnel relays TLS byte streams only, with the credential the hub holds; no-credential: the agent also serves the gateway's requests with its own ServiceAccount token, impersonating the hub caller (its RBAC here: impersonate users, groups, uids)",
+  },
+  'hub-credential-namespace': {
+    type: 'string',
+    default: '',
+    help: "write this cluster's credential Secret (named after the cluster) in this hub namespace, the gateway's --secret-namespace: with hub-credential a ServiceAccount token and this apiserver's CA, with no-credential the labels alone. Empty: write nothing",
+  },
+  'hub-credential-service-account': {
+    type: 'string',
+    default: '',
+    help: 'hub-credential: the ServiceAccount in the install namespace whose tokens (TokenRequest) are written to the hub',
+  },
+  'hub-credential-token-seconds': {
+    type: 'string',
+    default: '86400',
+    help: 'lifetime asked for each token (at least 600)',
+  },
+  'hub-credential-rotate-seconds': {
+    type: 'string',
+    default: '0',
+    help: 'renew the token after this long; 0: half its lifetime (never later than 80 % of it)',
+  },
+  'hub-credential-check-seconds': {
+    type: 'string',
+    default: '60',
+    help: 'how often the hub Secret is compared with what it should be, and repaired',
+  },
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
@@ -117,6 +176,38 @@ export function parseOptions(argv: string[], environment: Environment): AgentOpt
     throw new OptionsError(`--install-namespace: "${installNamespace}" is not a valid namespace name`);
   }
   const kubeconfig = str('kubeconfig');
+  const tunnelServer = str('tunnel-server') ?? '';
+  if (tunnelServer && !/^https:\/\/[^/]+/.test(tunnelServer)) {
+    throw new OptionsError(`--tunnel-server: "${tunnelServer}" is not an https:// URL`);
+  }
+  const trustModel = str('trust-model') ?? 'hub-credential';
+  if (trustModel !== 'hub-credential' && trustModel !== 'no-credential') {
+    throw new OptionsError(`--trust-model: "${trustModel}" is not hub-credential or no-credential`);
+  }
+  const hubCredentialNamespace = str('hub-credential-namespace') ?? '';
+  if (hubCredentialNamespace && !isDnsLabel(hubCredentialNamespace)) {
+    throw new OptionsError(`--hub-credential-namespace: "${hubCredentialNamespace}" is not a namespace name`);
+  }
+  const hubCredentialServiceAccount = str('hub-credential-service-account') ?? '';
+  if (hubCredentialServiceAccount && !isDnsSubdomain(hubCredentialServiceAccount)) {
+    throw new OptionsError(
+      `--hub-credential-service-account: "${hubCredentialServiceAccount}" is not a ServiceAccount name`,
+    );
+  }
+  if (trustModel === 'hub-credential' && hubCredentialNamespace && !hubCredentialServiceAccount) {
+    throw new OptionsError(
+      '--hub-credential-namespace with --trust-model=hub-credential needs --hub-credential-service-account: the ServiceAccount whose token the hub gets',
+    );
+  }
+  const hubCredentialTokenSeconds = integer(
+    'hub-credential-token-seconds',
+    str('hub-credential-token-seconds'),
+    600,
+    2 ** 31,
+  );
+  const hubCredentialRotateSeconds =
+    integer('hub-credential-rotate-seconds', str('hub-credential-rotate-seconds'), 0, 2 ** 31) ||
+    Math.floor(hubCredentialTokenSeconds / 2);
   return {
     clusterName,
     addonName,
@@ -129,6 +220,19 @@ export function parseOptions(argv: string[], environment: Environment): AgentOpt
     port: integer('port', str('port'), 0, 65535),
     logLevel: logLevel(str('log-level') ?? 'info'),
     tunnel: bool('tunnel', str('tunnel')),
+    tunnelServer,
+    tunnelCaFile: str('tunnel-ca-file') ?? '',
+    trustModel,
+    hubCredentialNamespace,
+    hubCredentialServiceAccount,
+    hubCredentialTokenSeconds,
+    hubCredentialRotateSeconds,
+    hubCredentialCheckSeconds: integer(
+      'hub-credential-check-seconds',
+      str('hub-credential-check-seconds'),
+      1,
+      86400,
+    ),
   };
 }
 

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { addonManagerManifests } from '../hack/localenv/addon-manager.ts';
+import { addonManagerManifests, managerNamespace } from '../hack/localenv/addon-manager.ts';
 import { binaryPath, repoRoot } from '../hack/localenv/binaries.ts';
 import { chartCrdDir, crdFiles, sourceCrdDir } from '../hack/sync-chart-crds.ts';
 import { gatewayNames } from '../manager/addon/gateway-deploy/names.ts';
@@ -207,13 +207,14 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
     ]);
   });
 
-  test('gateway.enabled false: the manager does not deploy it and holds none of its permissions', async () => {
+  test('gateway.enabled false: the manager does not deploy it and holds none of its hub-wide permissions', async () => {
     const objects = await template('--set', 'gateway.enabled=false');
     assert.equal(managerOptions(objects).gateway.enabled, false);
     const rules: Rule[] = find(objects, 'ClusterRole', managerName).rules;
     assert.ok(!allows(rules, 'apiregistration.k8s.io', 'apiservices', 'create'));
     assert.ok(!allows(rules, 'cluster.open-cluster-management.io', 'managedclusters', 'patch'));
-    assert.equal(find(objects, 'Namespace'), undefined);
+    // The agents still keep their cluster's credential there, for a gateway installed some other way.
+    assert.ok(find(objects, 'Role', managerName, 'open-cluster-management-credentials'));
   });
 
   test('RBAC: no wildcard, every rule commented, covering what the local manager needs', async () => {
@@ -234,14 +235,25 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
       }
     }
     // The local environment's manager RBAC (hack/localenv/addon-manager.ts) is what the manager's
-    // controllers were tested with: the chart allows every verb of it.
-    const chartRules: Rule[] = [
-      ...find(objects, 'ClusterRole', managerName).rules,
-      ...find(objects, 'Role', managerName, 'cg-system').rules,
+    // controllers were tested with: the chart allows every verb of it, namespace by namespace (the local
+    // manager's namespace is the release's).
+    const clusterRules: Rule[] = find(objects, 'ClusterRole', managerName).rules;
+    const chartRulesIn = (namespace: string): Rule[] => [
+      ...clusterRules,
+      ...objects
+        .filter(
+          (o) => o?.kind === 'Role' && o.metadata.name === managerName && o.metadata.namespace === namespace,
+        )
+        .flatMap((o) => o.rules as Rule[]),
     ];
     for (const local of addonManagerManifests().filter(
       (o) => o.kind === 'ClusterRole' || o.kind === 'Role',
     )) {
+      const ns = local.metadata?.namespace;
+      const chartRules =
+        local.kind === 'ClusterRole'
+          ? clusterRules
+          : chartRulesIn(ns === managerNamespace ? 'cg-system' : (ns ?? ''));
       for (const rule of local.rules as Rule[]) {
         for (const group of rule.apiGroups ?? []) {
           for (const resource of rule.resources ?? []) {
@@ -249,7 +261,7 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
               for (const name of rule.resourceNames ?? [undefined]) {
                 assert.ok(
                   allows(chartRules, group, resource, verb, name),
-                  `chart lets the manager ${verb} ${group}/${resource}${name ? ` ${name}` : ''}`,
+                  `chart lets the manager ${verb} ${group}/${resource}${name ? ` ${name}` : ''}${ns ? ` in ${ns}` : ''}`,
                 );
               }
             }

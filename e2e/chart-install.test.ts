@@ -20,7 +20,7 @@
  * which then prove the environment was left intact.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -151,6 +151,36 @@ async function proxiedByInstalledGateway(cluster: string): Promise<number> {
     if (m[1]?.includes(`cluster="${cluster}"`)) total += Number(m[2]);
   }
   return total;
+}
+
+/** What the manager's gateway controller wrote since `since`, from the manager's log (kind/name: field). */
+function gatewayWritesSince(since: number): string[] {
+  const manager = pods?.supervisor.processes.find((p) => p.name === `hub-${namespace}-${managerName}`);
+  assert.ok(manager, 'the manager runs');
+  const writes: string[] = [];
+  for (const line of readFileSync(manager.logPath, 'utf8').split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const entry = JSON.parse(line) as {
+      time: number;
+      controller?: string;
+      msg: string;
+      kind?: string;
+      name?: string;
+      field?: string;
+    };
+    if (entry.time < since || entry.controller !== 'gateway') continue;
+    const written =
+      entry.msg === 'gateway object created' ||
+      entry.msg === 'gateway object repaired or updated' ||
+      entry.msg === 'APIService repaired' ||
+      /^APIService \S+ (registered|taken over)/.test(entry.msg);
+    if (written) {
+      writes.push(
+        `${entry.kind ?? 'APIService'} ${entry.name ?? ''}: ${entry.msg} ${entry.field ?? ''}`.trim(),
+      );
+    }
+  }
+  return writes;
 }
 
 /** A request through the hub's aggregator to cluster1's kube-apiserver. */
@@ -321,6 +351,57 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     assert.ok(await discoveryHealthy(), 'kubectl api-resources exits 0');
   });
 
+  test('non-default values render objects the real apiserver accepts (server-side dry run)', async () => {
+    const rendered = await helm(
+      'template',
+      release,
+      chart,
+      '--namespace',
+      namespace,
+      ...values([
+        'addon.installStrategy=Placements',
+        'addon.placements[0].name=production',
+        'addon.everyCluster.enabled=true',
+        'addon.deploymentConfig.agentInstallNamespace=cluster-gateway-agent',
+        'addon.deploymentConfig.nodePlacement.nodeSelector.role=infra',
+        'addon.deploymentConfig.registries[0].source=ghcr.io',
+        'addon.deploymentConfig.registries[0].mirror=registry.example.com',
+        'addon.deploymentConfig.proxyConfig.httpsProxy=http://proxy.example.com:3128',
+        'addon.deploymentConfig.resourceRequirements[0].containerID=deployments:*:*',
+        'addon.deploymentConfig.resourceRequirements[0].resources.limits.memory=128Mi',
+        'gateway.credentialNamespace.create=true',
+        'image.pullSecrets={pull-secret}',
+      ]),
+    );
+    const file = path.join(e2eStateDir, 'chart-install', 'non-default.yaml');
+    writeFileSync(file, rendered);
+    const out = await kubectl(
+      kubeconfig,
+      'apply',
+      '--server-side',
+      '--dry-run=server',
+      '--force-conflicts',
+      '--field-manager=e2e-dry-run',
+      '-f',
+      file,
+    );
+    for (const kind of [
+      'placement',
+      'managedclustersetbinding',
+      'addondeploymentconfig',
+      'deployment',
+      'namespace',
+    ]) {
+      assert.match(
+        out,
+        new RegExp(
+          `^${kind}[^ ]* (serverside-applied|created|configured|unchanged) \\(server dry run\\)`,
+          'mi',
+        ),
+      );
+    }
+  });
+
   test('clusteradm addon enable: AVAILABLE True, kubectl get clustergateways, a proxied request', async () => {
     const started = Date.now();
     await clusteradm('addon', 'enable', '--names', addon, '--clusters', clusters.join(','));
@@ -412,7 +493,15 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         { timeoutMs: 60_000 },
       );
       // Give a False caused by the upgrade time to show: the manager's health resync and heartbeats.
-      await new Promise((r) => setTimeout(r, 10_000));
+      await new Promise((r) => setTimeout(r, 8_000));
+      // The new manager's caches come from lists, the old one's from watch events too: an unrelated change
+      // (an annotation) makes it reconcile, and a converged manager then writes nothing.
+      const poked = Date.now();
+      await hub.mergePatch(deploymentPath(gatewayName), {
+        metadata: { annotations: { 'e2e.cluster-gateway.oam.dev/poke': String(poked) } },
+      });
+      await new Promise((r) => setTimeout(r, 2_000));
+      assert.deepEqual(gatewayWritesSince(poked), [], 'no gateway object written again');
       console.log(`[chart-install] helm upgrade -> rolled and serving: ${seconds(Date.now() - started)} s`);
     } finally {
       await addons.stop();

@@ -26,6 +26,9 @@ export class TunnelMetrics {
   #bytesToCluster = 0;
   #bytesFromCluster = 0;
   #roundTripSeconds: number | undefined;
+  readonly #impersonated = new Map<'forwarded' | 'refused' | 'error', number>();
+  readonly #credentialWrites = new Map<string, number>();
+  #credentialExpiresAt: number | undefined;
 
   connected(): void {
     this.#connected = 1;
@@ -58,6 +61,17 @@ export class TunnelMetrics {
 
   streamFailed(): void {
     this.#streamFailures++;
+  }
+
+  /** A request on an impersonation stream (no-credential model): forwarded, refused (no identity), error. */
+  impersonated(result: 'forwarded' | 'refused' | 'error'): void {
+    inc(this.#impersonated, result);
+  }
+
+  /** A pass of the hub credential writer (agent/hub-credential.ts). */
+  credentialWrite(result: 'written' | 'unchanged' | 'conflict' | 'error', tokenExpiresAt?: number): void {
+    inc(this.#credentialWrites, result);
+    if (tokenExpiresAt !== undefined) this.#credentialExpiresAt = tokenExpiresAt;
   }
 
   roundTrip(ms: number): void {
@@ -127,6 +141,36 @@ export class TunnelMetrics {
     );
     out.push(`cluster_gateway_agent_tunnel_bytes_total{direction="to_cluster"} ${this.#bytesToCluster}`);
     out.push(`cluster_gateway_agent_tunnel_bytes_total{direction="from_cluster"} ${this.#bytesFromCluster}`);
+    if (this.#impersonated.size > 0) {
+      family(
+        'cluster_gateway_agent_impersonated_requests_total',
+        'counter',
+        'Requests the agent served with its own credential as the impersonated hub caller (no-credential trust model), by result: forwarded, refused (no Impersonate-User), error (no credential of its own).',
+      );
+      for (const [result, n] of this.#impersonated) {
+        out.push(`cluster_gateway_agent_impersonated_requests_total{result="${result}"} ${n}`);
+      }
+    }
+    if (this.#credentialWrites.size > 0) {
+      family(
+        'cluster_gateway_agent_hub_credential_checks_total',
+        'counter',
+        "Passes over the cluster's credential Secret on the hub, by result: written, unchanged, conflict (written by someone else, not taken over), error.",
+      );
+      for (const [result, n] of this.#credentialWrites) {
+        out.push(`cluster_gateway_agent_hub_credential_checks_total{result="${result}"} ${n}`);
+      }
+    }
+    if (this.#credentialExpiresAt !== undefined) {
+      family(
+        'cluster_gateway_agent_hub_credential_token_expiration_seconds',
+        'gauge',
+        'Unix time at which the token last written to the hub expires.',
+      );
+      out.push(
+        `cluster_gateway_agent_hub_credential_token_expiration_seconds ${Math.floor(this.#credentialExpiresAt / 1000)}`,
+      );
+    }
     if (this.#roundTripSeconds !== undefined) {
       family(
         'cluster_gateway_agent_tunnel_ping_round_trip_seconds',

@@ -16,6 +16,7 @@ import {
   maxConcurrentStreams,
   streamWindowBytes,
   tunnelErrorHeader,
+  tunnelStreamHeader,
 } from '../../shared/tunnel/protocol.ts';
 import type { TunnelFailure, TunnelMetrics } from './metrics.ts';
 
@@ -40,6 +41,11 @@ export interface RelayOptions {
   log: { debug(o: object, m: string): void; warn(o: object, m: string): void };
   keepalive?: { intervalMs: number; timeoutMs: number };
   connectTimeoutMs?: number;
+  /**
+   * Serves `impersonate` streams (the no-credential trust model, impersonation.ts). Absent: the agent
+   * runs the hub-credential model and refuses them, so it never acts with its own credential.
+   */
+  impersonation?: { serve(stream: Duplex): void };
 }
 
 /** Why the tunnel stopped taking streams: the gateway's GOAWAY says why in its opaque data. */
@@ -139,6 +145,28 @@ export class Relay {
       return;
     }
     const { metrics, log, target } = this.#options;
+    const kind = headers[tunnelStreamHeader] ?? 'relay';
+    if (kind === 'impersonate') {
+      const server = this.#options.impersonation;
+      if (!server) {
+        metrics.streamFailed();
+        respond(
+          stream,
+          403,
+          'this agent runs the hub-credential trust model (--trust-model): it does not act with its own credential',
+        );
+        return;
+      }
+      metrics.streamOpened();
+      stream.respond({ ':status': 200 });
+      stream.once('close', () => metrics.streamClosed({ toCluster: 0, fromCluster: 0 }));
+      server.serve(stream);
+      return;
+    }
+    if (kind !== 'relay') {
+      respond(stream, 400, `unknown stream kind "${String(kind).slice(0, 40)}"`);
+      return;
+    }
     metrics.streamOpened();
     const upstream = net.connect({ host: target.host, port: target.port });
     upstream.setNoDelay(true);

@@ -16,7 +16,7 @@ import { type Connection, KubeconfigError } from '../kubeconfig.ts';
 import { AttachRefusedError, requestAttach } from './attach-request.ts';
 import { Backoff, type BackoffOptions, defaultBackoff, sleep } from './backoff.ts';
 import type { TunnelFailure, TunnelMetrics } from './metrics.ts';
-import { Relay, type RelayEnd, type RelayTarget } from './relay.ts';
+import { Relay, type RelayEnd, type RelayOptions, type RelayTarget } from './relay.ts';
 
 export interface TunnelClientOptions {
   cluster: string;
@@ -39,6 +39,8 @@ export interface TunnelClientOptions {
   stableMs?: number;
   /** Open streams' time to finish when a tunnel drains (rotation, stop). */
   drainGraceMs?: number;
+  /** The no-credential trust model's server for `impersonate` streams (relay.ts); absent: refused. */
+  impersonation?: RelayOptions['impersonation'];
 }
 
 type Outcome =
@@ -76,6 +78,7 @@ export class TunnelClient {
           metrics,
           log,
           ...(this.#o.keepalive ? { keepalive: this.#o.keepalive } : {}),
+          ...(this.#o.impersonation ? { impersonation: this.#o.impersonation } : {}),
         });
       } catch (err) {
         if (signal.aborted) break;

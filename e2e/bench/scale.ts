@@ -220,13 +220,42 @@ function kubectlGet(hubKubeconfig: string): number {
 }
 
 /** Waits until `check` passes, polling; returns the time it took (ms). */
-async function timeUntil(what: string, check: () => Promise<boolean>, timeoutMs = 600_000): Promise<number> {
+async function timeUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 600_000,
+  describe?: () => Promise<string>,
+): Promise<number> {
   const started = performance.now();
   while (!(await check().catch(() => false))) {
-    if (performance.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() - started > timeoutMs) {
+      const detail = describe ? `: ${await describe().catch((err: Error) => err.message)}` : '';
+      throw new Error(`timed out waiting for ${what}${detail}`);
+    }
     await sleep(100);
   }
   return performance.now() - started;
+}
+
+/**
+ * cluster1's credential Secret holds only its token (the OCM layout: the endpoint comes from the
+ * ManagedCluster); the copies have no ManagedCluster, so they carry cluster1's URL and CA themselves.
+ */
+async function clusterSecretTemplate(
+  hub: KubeClient,
+): Promise<KubeObject & { data: Record<string, string> }> {
+  const secret = await hub.get<KubeObject & { data: Record<string, string> }>(
+    `/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`,
+  );
+  const mc = await hub.get<
+    KubeObject & { spec: { managedClusterClientConfigs: { url: string; caBundle: string }[] } }
+  >('/apis/cluster.open-cluster-management.io/v1/managedclusters/cluster1');
+  const config = mc.spec.managedClusterClientConfigs[0];
+  if (!config) throw new Error('ManagedCluster cluster1 has no managedClusterClientConfigs');
+  return {
+    ...secret,
+    data: { ...secret.data, endpoint: Buffer.from(config.url).toString('base64'), 'ca.crt': config.caBundle },
+  };
 }
 
 async function registerClusters(hub: KubeClient, template: KubeObject, count: number): Promise<void> {
@@ -342,7 +371,7 @@ try {
   const hub = env.hub.client;
   const caller = new GatewayCaller(gateway.url);
   let gatewayProcess = gateway.process;
-  const template = await hub.get(`/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`);
+  const template = await clusterSecretTemplate(hub);
   const base = 2;
   const rows: Row[] = [];
 
@@ -376,8 +405,14 @@ try {
     const registerMs = performance.now() - started;
     await listedWatch;
     const listedMs = performance.now() - started;
-    await timeUntil(`all ${total} clusters healthy`, async () =>
-      (await caller.list()).every((i) => i.healthy),
+    await timeUntil(
+      `all ${total} clusters healthy`,
+      async () => (await caller.list()).every((i) => i.healthy),
+      600_000,
+      async () => {
+        const sick = (await caller.list()).filter((i) => !i.healthy);
+        return `${sick.length} not healthy, e.g. ${sick[0]?.name}: ${sick[0]?.reason}`;
+      },
     );
     const healthyMs = performance.now() - started;
     const row: Row = { label, registerMs, listedMs, healthyMs, ...(await measure(label, total)) };

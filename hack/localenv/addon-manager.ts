@@ -19,6 +19,7 @@
  * - the LeaseNotFound webhook's MutatingWebhookConfiguration: health/lease-not-found-webhook.ts.
  */
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import { credentialNamespace } from './gateway.ts';
 
 /** Image prefix of this project's images: the process runners run Deployments whose image starts with it. */
 export const imagePrefix = 'ghcr.io/oam-dev/cluster-gateway-ts';
@@ -164,6 +165,26 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
       metadata: meta(managerName),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: managerName },
+      subjects: [{ kind: 'ServiceAccount', name: managerName, namespace: managerNamespace }],
+    },
+    // Agents' credential Secrets in the gateway's credential namespace (registration/hub-permissions.ts,
+    // tunnel trust models): the manager holds what it grants (get, create, patch) and removes the grant
+    // and the Secret when the addon is disabled.
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: credentialNamespace } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { ...meta(managerName), namespace: credentialNamespace },
+      rules: [
+        { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'patch', 'delete'] },
+        { apiGroups: ['rbac.authorization.k8s.io'], resources: ['roles', 'rolebindings'], verbs: ['delete'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { ...meta(managerName), namespace: credentialNamespace },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: managerName },
       subjects: [{ kind: 'ServiceAccount', name: managerName, namespace: managerNamespace }],
     },

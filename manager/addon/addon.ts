@@ -32,6 +32,8 @@ export interface AddonDefinition {
   spokeLeaseName: string;
   /** OCM's default kube-apiserver-client subject for an addon agent (addon-framework agent.DefaultUser/Groups). */
   registrationSubject(cluster: string, agent?: string): { user: string; groups: string[] };
+  /** The gateway's credential namespace (its --secret-namespace), where agents write their cluster's Secret. */
+  credentialNamespace: string;
 }
 
 export interface AddonSettings {
@@ -43,6 +45,8 @@ export interface AddonSettings {
   namespace: string;
   healthMode: HealthMode;
   installPlacements: { namespace: string; name: string }[];
+  /** Default: open-cluster-management-credentials, the gateway's default --secret-namespace. */
+  credentialNamespace?: string;
 }
 
 export function defineAddon(settings: AddonSettings): AddonDefinition {
@@ -61,6 +65,7 @@ export function defineAddon(settings: AddonSettings): AddonDefinition {
     hubKubeconfigSecretName: `${name}-hub-kubeconfig`,
     agentName: `${name}-agent`,
     spokeLeaseName: name,
+    credentialNamespace: settings.credentialNamespace ?? 'open-cluster-management-credentials',
     registrationSubject(cluster, agent = 'addon-agent') {
       return {
         user: `system:open-cluster-management:cluster:${cluster}:addon:${name}:agent:${agent}`,

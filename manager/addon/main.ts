@@ -20,7 +20,7 @@ import { ClusterManagementAddOnController } from './cma/cma-controller.ts';
 import { SpecHashController } from './configs/spec-hash-controller.ts';
 import { DeployController } from './deploy/deploy-controller.ts';
 // ---- engineer B: registration and health
-import { deploymentConfigRef, installNamespace } from './deploy/deployment-config.ts';
+import { agentValues, deploymentConfigRef, installNamespace } from './deploy/deployment-config.ts';
 import { setUpGatewayDeploy } from './gateway-deploy/setup.ts';
 import {
   clusterGatewaysPath,
@@ -57,7 +57,7 @@ const hub = await KubeClient.fromKubeconfig(options.kubeconfig).catch((err: Erro
   log.fatal({ err: err.message }, 'cannot load the hub kubeconfig (--kubeconfig, KUBECONFIG or in-cluster)');
   process.exit(1);
 });
-const addon = defineAddon(options);
+const addon = defineAddon({ ...options, credentialNamespace: options.gateway.credentialNamespace });
 const metrics = new AddonMetrics();
 const stop = new AbortController();
 
@@ -146,6 +146,16 @@ function resolveInstallNamespace(mca: ManagedClusterAddOn): string {
   const config = ref ? informers.addOnDeploymentConfigs.get(`${ref.namespace}/${ref.name}`) : undefined;
   return installNamespace(addon, mca, config?.spec);
 }
+// The tunnel trust model of a cluster's agent (TUNNEL_TRUST_MODEL): registration grants it its credential Secret.
+function resolveTrustModel(mca: ManagedClusterAddOn): string | undefined {
+  const ref = deploymentConfigRef(mca, informers.clusterManagementAddOns.get(addon.name));
+  const config = ref ? informers.addOnDeploymentConfigs.get(`${ref.namespace}/${ref.name}`) : undefined;
+  try {
+    return agentValues(addon, mca, config?.spec).tunnel?.trustModel;
+  } catch {
+    return undefined; // an invalid config: the deploy controller reports it; no grant meanwhile
+  }
+}
 const health = new HealthController({
   hub,
   addon,
@@ -186,6 +196,7 @@ const controllers: { name: string; start(signal: AbortSignal): void }[] = [
         metrics,
         informers,
         installNamespace: resolveInstallNamespace,
+        trustModel: resolveTrustModel,
       }),
     ),
   },

@@ -3,6 +3,7 @@
  * ClusterGateway, whose proxy subresource forwards requests to managed
  * clusters. Run: node manager/gateway/main.ts --help
  */
+import { hostname } from 'node:os';
 import pino from 'pino';
 import { optionsOrExit } from '../../shared/cli-flags.ts';
 import type { KubeObject } from '../../shared/kube/client.ts';
@@ -186,13 +187,17 @@ if (options.featureGates.HealthinessCheck) {
     pools,
     sharedPools: true,
     intervalMs: options.healthCheckIntervalSeconds * 1000,
+    maxProbesPerSecond: options.healthCheckMaxRate,
     userAgent: options.userAgent,
     log,
   });
 }
 
 // Agent tunnels (tunnel/): each connected agent becomes its cluster's ClusterProxy endpoint.
-const tunnels = options.agentTunnels ? new TunnelRegistry({ sink: registry }) : undefined;
+// The replica's name (its pod name: POD_NAME, else the hostname, which is the pod name in a pod) shows
+// as the holder of its tunnels (kubectl get clustergateways -o wide).
+const replica = process.env.POD_NAME || hostname();
+const tunnels = options.agentTunnels ? new TunnelRegistry({ sink: registry, replica }) : undefined;
 if (tunnels) exposeTunnels(tunnels);
 
 const routes = createRoutes({

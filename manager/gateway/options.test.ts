@@ -85,3 +85,9 @@ test('proxy configuration flags: the original file, the global object, watching,
   assert.throws(() => parseOptions(['--proxy-configuration-name=Not_A_Name']), /not a valid object name/);
   assert.throws(() => parseOptions(['--identity-exchange-cache-size=0']), /identity-exchange-cache-size/);
 });
+
+test('--health-check-max-rate bounds probes per second (default 25)', () => {
+  assert.equal(parsed([]).healthCheckMaxRate, 25);
+  assert.equal(parsed(['--health-check-max-rate=200']).healthCheckMaxRate, 200);
+  assert.throws(() => parseOptions(['--health-check-max-rate=0']), /health-check-max-rate/);
+});

@@ -38,6 +38,8 @@ export interface GatewayOptions {
   /** Bound on cached ExternalIdentityExchanger answers. */
   identityExchangeCacheSize: number;
   healthCheckIntervalSeconds: number;
+  /** Health probes started per second at most, whatever the cluster count (health/prober.ts). */
+  healthCheckMaxRate: number;
   rejectUnhealthy: boolean;
   authorizationAllowTtlSeconds: number;
   authorizationDenyTtlSeconds: number;
@@ -136,6 +138,11 @@ const flags = {
     default: '10',
     help: 'seconds between /healthz probes of each cluster',
   },
+  'health-check-max-rate': {
+    type: 'string',
+    default: '25',
+    help: 'health probes started per second at most: with more clusters than this rate covers in one --health-check-interval, each is probed less often (a probe without a warm connection costs a TLS handshake)',
+  },
   'reject-unhealthy': {
     type: 'string',
     default: 'false',
@@ -227,6 +234,7 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
       1_000_000,
     ),
     healthCheckIntervalSeconds: integer('health-check-interval', str('health-check-interval'), 1, 3600),
+    healthCheckMaxRate: integer('health-check-max-rate', str('health-check-max-rate'), 1, 100_000),
     rejectUnhealthy: bool('reject-unhealthy', str('reject-unhealthy')),
     authorizationAllowTtlSeconds: integer('authorization-allow-ttl', str('authorization-allow-ttl'), 0, 3600),
     authorizationDenyTtlSeconds: integer('authorization-deny-ttl', str('authorization-deny-ttl'), 0, 3600),

@@ -211,7 +211,24 @@ export function createRoutes(deps: RouteDeps) {
         upstreamPath = parseProxyPath(rawUrl, { goQuery: true })?.upstreamPath ?? upstreamPath;
         await authorize(user, proxiedRequestAttributes(method, upstreamPath), { proxied: true });
       }
-      const effective = await identity.identityFor(user, name, plan, query);
+      // A no-credential cluster (tunnel/, the agent acts with its own token) has no identity of its own
+      // to lend: every request runs as the caller, or as the identity an exchange rule maps it to.
+      const noCredential =
+        target.endpoint?.type === 'ClusterProxy' && target.endpoint.trustModel === 'no-credential';
+      const effective = await identity.identityFor(
+        user,
+        name,
+        plan,
+        noCredential ? penetrating(query) : query,
+      );
+      if (noCredential && !effective.identity) {
+        throw new StatusError(
+          failureStatus(
+            403,
+            `cluster "${name}" has no credential on the hub (its agent acts as the caller): requests to it cannot use the ${effective.mode} identity${effective.rule ? ` of rule "${effective.rule.name}" (${effective.rule.origin})` : ''}`,
+          ),
+        );
+      }
       return {
         target,
         upstreamPath,
@@ -264,6 +281,13 @@ export function createRoutes(deps: RouteDeps) {
       });
     },
   };
+}
+
+/** The query as if the caller had asked for identity penetration (`?impersonate=true`). */
+function penetrating(query: URLSearchParams): URLSearchParams {
+  const forced = new URLSearchParams(query);
+  forced.set('impersonate', 'true');
+  return forced;
 }
 
 /** The message Kubernetes gives, so users recognise it: `User "x" cannot get resource ...`. */

@@ -8,7 +8,8 @@ import { readFileSync, watchFile } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import { createCertificateAuthority, type KeyPair } from '../../shared/pki.ts';
+// Type only: pki.ts loads @peculiar/x509 (about 17 MB of RSS), needed only for a self-signed certificate.
+import type { KeyPair } from '../../shared/pki.ts';
 import {
   type ConnectionLimits,
   defaultConnectionLimits,
@@ -65,6 +66,7 @@ export class ServingEndpoint {
       });
       return endpoint;
     }
+    const { createCertificateAuthority } = await import('../../shared/pki.ts');
     const ca = await createCertificateAuthority('cluster-gateway-self-signed');
     const pair = await ca.issue({
       commonName: 'cluster-gateway',

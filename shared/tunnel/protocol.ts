@@ -1,3 +1,5 @@
+import { type Duplex, duplexPair } from 'node:stream';
+
 /**
  * The agent tunnel's wire contract, shared by the gateway (manager/gateway/tunnel)
  * and the agent (agent/tunnel). Kept free of imports beyond node: builtins so the
@@ -29,6 +31,20 @@ export const tunnelUpgradeProtocol = 'cluster-gateway-tunnel';
 /** `:authority` of the CONNECT streams: informational, the agent always dials its own apiserver. */
 export const tunnelConnectAuthority = 'kube-apiserver:443';
 
+/**
+ * Request header of a CONNECT stream: what the stream carries (absent means `relay`).
+ *
+ * - `relay`: bytes for the cluster's kube-apiserver. The gateway runs TLS to that apiserver inside the
+ *   stream with the credential the hub holds (the hub-credential model); the agent pipes ciphertext.
+ * - `impersonate`: plain HTTP/1.1 that the agent itself serves (the no-credential model): it forwards
+ *   each request to its kube-apiserver with its own ServiceAccount token and the Impersonate-User,
+ *   -Uid and -Group headers the gateway set for the hub caller, and refuses a request without them.
+ *   Only streams the gateway opens through the tunnel reach this server: the agent listens nowhere
+ *   else for it, so no one but the gateway can ask it to act as someone.
+ */
+export const tunnelStreamHeader = 'x-cluster-gateway-stream';
+export type TunnelStreamKind = 'relay' | 'impersonate';
+
 /** Response header the agent sets when it cannot open the stream's connection (no credential in it). */
 export const tunnelErrorHeader = 'x-cluster-gateway-tunnel-error';
 
@@ -53,3 +69,36 @@ export const streamWindowBytes = 1 << 20;
 export const connectionWindowBytes = 32 << 20;
 /** Concurrent streams the agent accepts: every pooled gateway connection (a watch, say) is one. */
 export const maxConcurrentStreams = 10_000;
+
+/**
+ * An HTTP/2 stream of the tunnel as the socket of an HTTP/1.1 client or server (the `impersonate`
+ * streams, where neither side runs TLS inside the stream).
+ *
+ * Not the stream itself: Node's HTTP/1.1 code writes headers as latin1 strings, and an Http2Stream
+ * corrupts strings handed to it in a batch (writev) when its session runs over TLS, as the tunnel's
+ * does (measured on Node 24: the first 17 bytes of a response, its status line, arrived as garbage).
+ * Through the pipe below only Buffers reach the stream. Also, HTTP code tunes its sockets (Nagle,
+ * keepalive, ref/unref): a stream has no such knobs, so they are no-ops here.
+ */
+export function asSocket(stream: Duplex): Duplex {
+  const [socket, inner] = duplexPair();
+  inner.pipe(stream);
+  stream.pipe(inner);
+  // Either side gone takes the other with it: no half-dead HTTP connection stays pooled.
+  stream.once('close', () => socket.destroy());
+  socket.once('close', () => stream.destroy());
+  stream.on('error', () => {});
+  inner.on('error', () => {});
+  const s = socket as Duplex &
+    Record<'setNoDelay' | 'setKeepAlive' | 'ref' | 'unref' | 'setTimeout', unknown>;
+  s.setNoDelay = () => socket;
+  s.setKeepAlive = () => socket;
+  // A pooled keep-alive connection is unref'd by http.Agent; the tunnel's own socket decides liveness.
+  s.ref = () => socket;
+  s.unref = () => socket;
+  s.setTimeout = (ms: number, cb?: () => void) => {
+    (stream as Duplex & { setTimeout?(ms: number, cb?: () => void): void }).setTimeout?.(ms, cb);
+    return socket;
+  };
+  return socket;
+}

@@ -5,10 +5,20 @@
  * in its install namespace (create, because the Lease may be missing, and
  * create cannot be limited by name; get/update/patch that Lease by name).
  * It probes the kube-apiserver's /readyz, which the built-in
- * system:public-info-viewer role grants to everyone. The tunnel (a later
- * issue) pipes bytes to the local kube-apiserver under the hub caller's own
- * credential, so it needs no RBAC of the agent's. Nothing else is granted:
- * no ClusterRole, no Secrets, no other namespace.
+ * system:public-info-viewer role grants to everyone. Its tunnel pipes bytes
+ * to the local kube-apiserver under the credential the hub holds, which needs
+ * no RBAC of the agent's. That is all, unless the AddOnDeploymentConfig picks
+ * a trust model for the tunnel (customizedVariables TUNNEL_TRUST_MODEL,
+ * docs/tunnel.md):
+ * - HubCredential: a second ServiceAccount, `<addon>-hub-credential`, bound to
+ *   HUB_CREDENTIAL_CLUSTER_ROLE (default cluster-admin): what the hub may do
+ *   on this cluster. The agent may only request its tokens (`create
+ *   serviceaccounts/token` on that name), which it writes to the hub.
+ * - NoCredential: the agent itself may `impersonate` users, groups and uids
+ *   (ClusterRole `open-cluster-management:<addon>:agent:impersonate`) and
+ *   nothing else: every request it forwards runs as the hub caller, with the
+ *   caller's permissions here. Not serviceaccounts (a hub ServiceAccount would
+ *   become this cluster's namesake) and not userextras (hub-specific claims).
  */
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import type { AddonDefinition } from '../addon.ts';
@@ -48,6 +58,22 @@ export function agentLabels(addon: Pick<AddonDefinition, 'name'>): Record<string
   };
 }
 
+/** The ServiceAccount whose tokens the hub holds in the hub-credential trust model. */
+export function hubCredentialServiceAccount(addon: Pick<AddonDefinition, 'name'>): string {
+  return `${addon.name}-hub-credential`;
+}
+
+/** ClusterRole (and ClusterRoleBinding) letting the agent impersonate, in the no-credential trust model. */
+export function impersonationClusterRoleName(addon: Pick<AddonDefinition, 'name'>): string {
+  return `open-cluster-management:${addon.name}:agent:impersonate`;
+}
+
+/** What the no-credential model needs: impersonating the hub caller's user, groups and uid. Nothing else. */
+export const impersonationRules = [
+  { apiGroups: [''], resources: ['users', 'groups'], verbs: ['impersonate'] },
+  { apiGroups: ['authentication.k8s.io'], resources: ['uids'], verbs: ['impersonate'] },
+];
+
 export function agentManifests(
   addon: Pick<AddonDefinition, 'name' | 'agentName' | 'spokeLeaseName' | 'hubKubeconfigSecretName'>,
   cluster: string,
@@ -56,11 +82,14 @@ export function agentManifests(
   const ns = values.installNamespace;
   const labels = agentLabels(addon);
   const meta = (name: string) => ({ name, namespace: ns, labels });
+  const rbac = 'rbac.authorization.k8s.io';
+  const agentSubject = { kind: 'ServiceAccount', name: addon.agentName, namespace: ns };
+  const trustModel = values.tunnel?.trustModel;
   const objects: KubeObject[] = [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(addon.agentName) },
     {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
+      apiVersion: `${rbac}/v1`,
       kind: 'Role',
       metadata: meta(addon.agentName),
       rules: [
@@ -71,16 +100,60 @@ export function agentManifests(
           resourceNames: [addon.spokeLeaseName],
           verbs: ['get', 'update', 'patch'],
         },
+        ...(trustModel === 'hub-credential'
+          ? [
+              {
+                apiGroups: [''],
+                resources: ['serviceaccounts/token'],
+                resourceNames: [hubCredentialServiceAccount(addon)],
+                verbs: ['create'],
+              },
+            ]
+          : []),
       ],
     },
     {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
+      apiVersion: `${rbac}/v1`,
       kind: 'RoleBinding',
       metadata: meta(addon.agentName),
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: addon.agentName },
-      subjects: [{ kind: 'ServiceAccount', name: addon.agentName, namespace: ns }],
+      roleRef: { apiGroup: rbac, kind: 'Role', name: addon.agentName },
+      subjects: [agentSubject],
     },
   ];
+  if (trustModel === 'hub-credential') {
+    const name = hubCredentialServiceAccount(addon);
+    objects.push(
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(name) },
+      {
+        apiVersion: `${rbac}/v1`,
+        kind: 'ClusterRoleBinding',
+        metadata: { name: `open-cluster-management:${addon.name}:hub-credential`, labels },
+        roleRef: {
+          apiGroup: rbac,
+          kind: 'ClusterRole',
+          name: values.tunnel?.hubCredentialClusterRole ?? 'cluster-admin',
+        },
+        subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+      },
+    );
+  } else if (trustModel === 'no-credential') {
+    const name = impersonationClusterRoleName(addon);
+    objects.push(
+      {
+        apiVersion: `${rbac}/v1`,
+        kind: 'ClusterRole',
+        metadata: { name, labels },
+        rules: impersonationRules,
+      },
+      {
+        apiVersion: `${rbac}/v1`,
+        kind: 'ClusterRoleBinding',
+        metadata: { name, labels },
+        roleRef: { apiGroup: rbac, kind: 'ClusterRole', name },
+        subjects: [agentSubject],
+      },
+    );
+  }
   if (values.proxy.caBundle) {
     objects.push({
       apiVersion: 'v1',
@@ -163,6 +236,7 @@ export function agentDeployment(
                 `--hub-kubeconfig=${hubKubeconfigDir}/kubeconfig`,
                 `--port=${agentPort}`,
                 `--log-level=${values.logLevel}`,
+                ...tunnelArgs(addon, values),
               ],
               ...(env.length > 0 ? { env } : {}),
               ports: [{ name: 'http', containerPort: agentPort }],
@@ -186,4 +260,17 @@ export function agentDeployment(
       },
     },
   };
+}
+
+/** The agent's trust-model flags (agent/options.ts), when the config picks a model. */
+function tunnelArgs(addon: Pick<AddonDefinition, 'name'>, values: AgentValues): string[] {
+  const tunnel = values.tunnel;
+  if (!tunnel) return [];
+  return [
+    `--trust-model=${tunnel.trustModel}`,
+    `--hub-credential-namespace=${tunnel.credentialNamespace}`,
+    ...(tunnel.trustModel === 'hub-credential'
+      ? [`--hub-credential-service-account=${hubCredentialServiceAccount(addon)}`]
+      : []),
+  ];
 }

@@ -40,7 +40,24 @@ export interface AgentValues {
   resources: ContainerResources;
   /** customizedVariables this agent does not know (reported, never passed on). */
   ignoredVariables: string[];
+  /**
+   * The tunnel's trust model (customizedVariables TUNNEL_TRUST_MODEL), when one is chosen; absent: the
+   * agent relays TLS bytes and writes nothing on the hub (an admin's Secret decides, docs/tunnel.md).
+   */
+  tunnel?: TunnelValues;
 }
+
+export interface TunnelValues {
+  trustModel: 'hub-credential' | 'no-credential';
+  /** Where the agent writes its cluster's credential Secret: the gateway's --secret-namespace. */
+  credentialNamespace: string;
+  /** hub-credential: what the hub may do on the cluster (HUB_CREDENTIAL_CLUSTER_ROLE). */
+  hubCredentialClusterRole?: string;
+}
+
+/** TUNNEL_TRUST_MODEL values, as the AddOnDeploymentConfig spells them. */
+export const trustModelValues = { HubCredential: 'hub-credential', NoCredential: 'no-credential' } as const;
+export const defaultHubCredentialClusterRole = 'cluster-admin';
 
 export class InvalidConfigError extends Error {}
 
@@ -154,10 +171,11 @@ function wildcardMatch(pattern: string, value: string): boolean {
 }
 
 /** Variables of customizedVariables the agent understands. */
-export const knownVariables = ['LOG_LEVEL'] as const;
+export const knownVariables = ['LOG_LEVEL', 'TUNNEL_TRUST_MODEL', 'HUB_CREDENTIAL_CLUSTER_ROLE'] as const;
 
 export function agentValues(
-  addon: Pick<AddonDefinition, 'defaultInstallNamespace' | 'agentImage' | 'agentName'>,
+  addon: Pick<AddonDefinition, 'defaultInstallNamespace' | 'agentImage' | 'agentName'> &
+    Partial<Pick<AddonDefinition, 'credentialNamespace'>>,
   mca: ManagedClusterAddOn,
   spec: AddOnDeploymentConfigSpec | undefined,
   where = 'the AddOnDeploymentConfig',
@@ -169,8 +187,30 @@ export function agentValues(
     );
   }
   let logLevel = 'info';
+  let trustModel: TunnelValues['trustModel'] | undefined;
+  let clusterRole: string | undefined;
   const ignoredVariables: string[] = [];
   for (const variable of spec?.customizedVariables ?? []) {
+    if (variable.name === 'TUNNEL_TRUST_MODEL') {
+      const value = (variable.value ?? '').trim();
+      if (value === '') continue;
+      trustModel = trustModelValues[value as keyof typeof trustModelValues];
+      if (!trustModel) {
+        throw new InvalidConfigError(
+          `${where}: customizedVariables TUNNEL_TRUST_MODEL "${value}" is not HubCredential or NoCredential`,
+        );
+      }
+      continue;
+    }
+    if (variable.name === 'HUB_CREDENTIAL_CLUSTER_ROLE') {
+      clusterRole = (variable.value ?? '').trim();
+      if (!/^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$/.test(clusterRole)) {
+        throw new InvalidConfigError(
+          `${where}: customizedVariables HUB_CREDENTIAL_CLUSTER_ROLE "${variable.value ?? ''}" is not a ClusterRole name`,
+        );
+      }
+      continue;
+    }
     if (variable.name === 'LOG_LEVEL') {
       const value = (variable.value ?? '').trim().toLowerCase();
       if (!(logLevels as readonly string[]).includes(value)) {
@@ -207,6 +247,17 @@ export function agentValues(
     proxy,
     logLevel,
     ignoredVariables,
+    ...(trustModel
+      ? {
+          tunnel: {
+            trustModel,
+            credentialNamespace: addon.credentialNamespace ?? 'open-cluster-management-credentials',
+            ...(trustModel === 'hub-credential'
+              ? { hubCredentialClusterRole: clusterRole ?? defaultHubCredentialClusterRole }
+              : {}),
+          },
+        }
+      : {}),
   };
 }
 

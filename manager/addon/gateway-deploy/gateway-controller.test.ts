@@ -185,9 +185,9 @@ describe('GatewayController.reconcile', () => {
     api.spec.caBundle = 'Cg==';
     await t.controller.reconcile();
     assert.deepEqual(t.writes, [
+      `apply APIService ${apiServiceName}`,
       'apply Service cg-system/cluster-gateway',
       'apply Deployment cg-system/cluster-gateway',
-      `apply APIService ${apiServiceName}`,
     ]);
     assert.equal((t.deployment()?.spec as { replicas: number } | undefined)?.replicas, 2);
     assert.notEqual(
@@ -278,7 +278,13 @@ describe('GatewayController.reconcile', () => {
       ).toString();
     const oldCa = caOf();
     now += 25 * day; // 5 of 30 days left
+    t.writes.length = 0;
     await t.controller.reconcile();
+    // The aggregator learns the new CA before the gateway gets a certificate signed by it.
+    assert.deepEqual(
+      t.writes.filter((w) => /APIService|Secret/.test(w)),
+      [`apply APIService ${apiServiceName}`, 'apply Secret cg-system/cluster-gateway-tls'],
+    );
     const newCa = caOf();
     assert.notEqual(newCa, oldCa);
     const bundle = Buffer.from(
@@ -316,6 +322,11 @@ describe('differs', () => {
     );
     assert.equal(differs(desired, { kind: 'X', spec: { a: 2, list: [{ b: 2 }] } }), true);
     assert.equal(differs(desired, { kind: 'X', spec: { list: [{ b: 2 }] } }), true);
+  });
+
+  test('apiVersion and kind do not count: list items lack them, watch events carry them', () => {
+    const desired = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'gw' } };
+    assert.equal(differs(desired, { metadata: { name: 'gw', uid: 'u' } }), false);
   });
 
   test('insecureSkipTLSVerify false equals its omission, never a true', () => {

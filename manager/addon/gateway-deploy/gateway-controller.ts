@@ -162,6 +162,18 @@ export class GatewayController {
           ]
         : owners;
 
+    const wanted = withOwnersAndHash(
+      apiService(this.#names, apiServicePort(this.#spec), certificate.caBundle),
+      owners,
+    );
+    // Repaired before anything else: after a CA renewal the new CA reaches the aggregator before the
+    // certificate it signed reaches the gateway (both are in the Secret written below).
+    if (ours && differs(wanted, current)) {
+      await this.#d.hub.apply(apiServicePath, wanted, gatewayFieldManager);
+      this.#log.info({ apiService: apiServiceName, field: drift(wanted, current) }, 'APIService repaired');
+      await this.#event('Normal', 'APIServiceRepaired', `APIService ${apiServiceName} was changed; restored`);
+    }
+
     const desired = [
       serviceAccount(this.#spec),
       ...gatewayRbac(this.#names),
@@ -179,10 +191,6 @@ export class GatewayController {
         | undefined,
       this.#names.name,
     );
-    const wanted = withOwnersAndHash(
-      apiService(this.#names, apiServicePort(this.#spec), certificate.caBundle),
-      owners,
-    );
     const recheck = { requeueAfterMs: Math.max(1000, Math.min(resyncMs, certificate.recheckAt - now)) };
     if (!ours) {
       if (!availability.available) {
@@ -198,10 +206,6 @@ export class GatewayController {
       const message = `APIService ${apiServiceName} ${current ? 'taken over' : 'registered'}: ${availability.message}; caBundle holds ${certificate.caCount} CA certificate(s)`;
       this.#say('info', message);
       await this.#event('Normal', 'APIServiceRegistered', message);
-    } else if (differs(wanted, current)) {
-      await this.#d.hub.apply(apiServicePath, wanted, gatewayFieldManager);
-      this.#log.info({ apiService: apiServiceName, field: drift(wanted, current) }, 'APIService repaired');
-      await this.#event('Normal', 'APIServiceRepaired', `APIService ${apiServiceName} was changed; restored`);
     }
     this.#gauges?.setRegistered(true);
     return recheck;
@@ -316,8 +320,8 @@ export function withOwnersAndHash(obj: KubeObject, owners: OwnerReference[]): Ku
 }
 
 /**
- * Does `current` lack anything of `desired`? Extra fields (server defaults, status) do not count, and
- * neither does a `false` the server omits on output (APIService insecureSkipTLSVerify).
+ * Does `current` lack anything of `desired`? Extra fields (server defaults, status) do not count, nor
+ * apiVersion and kind, nor a `false` the server omits on output (APIService insecureSkipTLSVerify).
  */
 export function differs(desired: KubeObject, current: KubeObject): boolean {
   return drift(desired, current) !== undefined;
@@ -325,14 +329,17 @@ export function differs(desired: KubeObject, current: KubeObject): boolean {
 
 /** Where `current` differs from `desired` (as `differs` counts it), or undefined. */
 export function drift(desired: KubeObject, current: KubeObject): string | undefined {
-  const spec = desired.spec as Record<string, unknown> | undefined;
+  // The items of a list carry no apiVersion and kind (watch events do): an informer's cache has them or not
+  // depending on how it learnt of the object, and the informer already implies both.
+  const { apiVersion: _apiVersion, kind: _kind, ...compared } = desired;
+  const spec = compared.spec as Record<string, unknown> | undefined;
   if (spec?.insecureSkipTLSVerify === false) {
     const currentSpec = current.spec as Record<string, unknown> | undefined;
     if (currentSpec?.insecureSkipTLSVerify === true) return 'spec.insecureSkipTLSVerify';
     const { insecureSkipTLSVerify: _omitted, ...rest } = spec;
-    return firstDifference({ ...desired, spec: rest }, current);
+    return firstDifference({ ...compared, spec: rest }, current);
   }
-  return firstDifference(desired, current);
+  return firstDifference(compared, current);
 }
 
 /** The path of the first field of `desired` that `current` lacks or has otherwise (for the log: what drifted). */

@@ -140,6 +140,14 @@ const table: {
     message: /renewed its heartbeat 40s ago \(stale after 12s\)/,
   },
   {
+    name: 'tunnel-only cluster whose tunnel is down',
+    change: { gateway: { state: 'tunnel-disconnected', reason: 'no agent tunnel is connected' } },
+    status: 'False',
+    reason: 'TunnelDisconnected',
+    message:
+      /its tunnel to the cluster gateway is not connected.*endpoint type ClusterProxy.*cannot attach the tunnel/,
+  },
+  {
     name: 'gateway cannot reach the cluster',
     change: { gateway: { state: 'unhealthy', reason: 'connect ECONNREFUSED 127.0.0.1:6443' } },
     status: 'False',

@@ -30,7 +30,11 @@ export type HeartbeatObservation =
 
 export type GatewayObservation =
   /** The clustergateways API is not served (gateway not installed) or did not answer: not held against the agent. */
-  { state: 'unknown' } | { state: 'healthy' } | { state: 'unhealthy'; reason: string };
+  | { state: 'unknown' }
+  | { state: 'healthy' }
+  | { state: 'unhealthy'; reason: string }
+  /** The cluster is reached through its agent's tunnel only (endpoint type ClusterProxy), and it is down. */
+  | { state: 'tunnel-disconnected'; reason?: string };
 
 /**
  * The addon's ClusterCertificateRotated condition, which OCM's registration agent writes: False when it
@@ -68,6 +72,7 @@ export const availableReasons = [
   'HeartbeatLeaseNotFound',
   'WaitingForFirstHeartbeat',
   'HeartbeatStale',
+  'TunnelDisconnected',
   'ClusterUnreachableFromGateway',
   'AgentAvailable',
 ] as const;
@@ -163,6 +168,15 @@ export function computeAvailable(o: HealthObservations): ConditionVerdict {
     );
   }
 
+  // Heartbeats come through the hub, the tunnel through the aggregator to the gateway: an agent can do
+  // the first and not the second (its attach refused, the gateway down), and then nobody reaches the cluster.
+  if (o.gateway.state === 'tunnel-disconnected') {
+    return verdict(
+      'False',
+      'TunnelDisconnected',
+      `the agent on ${o.cluster} is running, but its tunnel to the cluster gateway is not connected, and the gateway reaches ${o.cluster} through it only (endpoint type ClusterProxy); see the agent's log on ${o.cluster} for "cannot attach the tunnel" (Deployment ${o.agentDeployment}) and kubectl get clustergateway ${o.cluster} -o wide`,
+    );
+  }
   if (o.gateway.state === 'unhealthy') {
     return verdict(
       'False',

@@ -115,7 +115,8 @@ export class HeartbeatClock {
 }
 
 export interface ClusterGatewayView extends KubeObject {
-  status?: { healthy?: boolean; healthyReason?: string };
+  spec?: { access?: { endpoint?: { type?: string } } };
+  status?: { healthy?: boolean; healthyReason?: string; tunnel?: { connected?: boolean } };
 }
 
 export function observeGateway(
@@ -123,6 +124,16 @@ export function observeGateway(
   apiServed: boolean,
 ): GatewayObservation {
   if (!apiServed || !gateway) return { state: 'unknown' };
+  // A tunnel-only cluster (ClusterProxy) whose tunnel is down: its own reason, before any health.
+  if (
+    gateway.spec?.access?.endpoint?.type === 'ClusterProxy' &&
+    gateway.status?.tunnel?.connected === false
+  ) {
+    return {
+      state: 'tunnel-disconnected',
+      ...(gateway.status.healthyReason ? { reason: gateway.status.healthyReason } : {}),
+    };
+  }
   if (gateway.status?.healthy === false)
     return { state: 'unhealthy', reason: gateway.status.healthyReason || 'no reason given' };
   return gateway.status?.healthy === true ? { state: 'healthy' } : { state: 'unknown' };

@@ -4,6 +4,8 @@ import { defineAddon } from '../addon.ts';
 import {
   agentAttachClusterRole,
   agentAttachClusterRoleBinding,
+  agentCredentialRole,
+  agentCredentialRoleBinding,
   agentHubRole,
   agentHubRoleBinding,
 } from './hub-permissions.ts';
@@ -100,4 +102,36 @@ test("the tunnel grant: create clustergateways/attach on the cluster's own name,
     ],
   );
   assert.equal(binding.metadata.ownerReferences, undefined, 'no owner known: none written');
+});
+
+test('the credential grant: get/create/patch on the Secret named after the cluster, in the credential namespace, bound to its agent only', () => {
+  const subject = addonAgentSubject('cluster1', 'cluster-gateway');
+  const cma = { apiVersion: 'addon.open-cluster-management.io/v1alpha1', name: 'cluster-gateway', uid: 'c' };
+  const role = agentCredentialRole(owner, 'creds', cma) as {
+    metadata: { name: string; namespace: string; ownerReferences: { kind: string }[] };
+    rules: unknown[];
+  };
+  assert.equal(role.metadata.name, 'open-cluster-management:cluster-gateway:agent:cluster1:credential');
+  assert.equal(role.metadata.namespace, 'creds');
+  assert.deepEqual(
+    role.metadata.ownerReferences.map((o) => o.kind),
+    ['ClusterManagementAddOn'],
+  );
+  assert.deepEqual(role.rules, [
+    {
+      apiGroups: [''],
+      resources: ['secrets'],
+      resourceNames: ['cluster1'],
+      verbs: ['get', 'create', 'patch'],
+    },
+  ]);
+  const binding = agentCredentialRoleBinding(owner, subject, 'creds', cma) as {
+    roleRef: { name: string };
+    subjects: { name: string }[];
+  };
+  assert.equal(binding.roleRef.name, role.metadata.name);
+  assert.deepEqual(
+    binding.subjects.map((s) => s.name),
+    [subject.user, 'system:open-cluster-management:cluster:cluster1:addon:cluster-gateway'],
+  );
 });

@@ -15,6 +15,15 @@
  * ManagedClusterAddOn, so both are owned by the ClusterManagementAddOn (gone
  * with the addon) and deleted by the registration controller when the
  * cluster's ManagedClusterAddOn goes (addon disabled for that cluster).
+ *
+ * The cluster's credential Secret (only when the AddOnDeploymentConfig picks a
+ * trust model for the tunnel, agent/hub-credential.ts): get, create and patch
+ * on the Secret named after the cluster in the gateway's credential namespace,
+ * by name (the agent writes it by server-side apply, whose create is
+ * authorized with the name, so `resourceNames` holds for it too). A Role and
+ * RoleBinding there, owned by the ClusterManagementAddOn (an owner in another
+ * namespace is not possible) and deleted, with the Secret, when the cluster's
+ * ManagedClusterAddOn goes.
  */
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import {
@@ -167,6 +176,60 @@ export function agentAttachClusterRoleBinding(
     kind: 'ClusterRoleBinding',
     metadata: clusterScopedMetadata(addon, owner),
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: (agentHubRoleBinding(addon, subject) as { subjects: unknown[] }).subjects,
+  };
+}
+
+/** Role and RoleBinding name, in the credential namespace, of a cluster's credential Secret grant. */
+export function credentialPermissionName(addon: string, cluster: string): string {
+  return `open-cluster-management:${addon}:agent:${cluster}:credential`;
+}
+
+function credentialMetadata(addon: OwnerAddon, credentialNamespace: string, owner: ClusterOwner | undefined) {
+  const { name: _name, ...rest } = clusterScopedMetadata(addon, owner);
+  return {
+    name: credentialPermissionName(addon.name, addon.namespace),
+    namespace: credentialNamespace,
+    ...rest,
+  };
+}
+
+/** get/create/patch on the one Secret named after the cluster, in the gateway's credential namespace. */
+export function agentCredentialRole(
+  addon: OwnerAddon,
+  credentialNamespace: string,
+  owner?: ClusterOwner,
+): KubeObject {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: credentialMetadata(addon, credentialNamespace, owner),
+    rules: [
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: [addon.namespace],
+        verbs: ['get', 'create', 'patch'],
+      },
+    ],
+  };
+}
+
+export function agentCredentialRoleBinding(
+  addon: OwnerAddon,
+  subject: Subject,
+  credentialNamespace: string,
+  owner?: ClusterOwner,
+): KubeObject {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: credentialMetadata(addon, credentialNamespace, owner),
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: credentialPermissionName(addon.name, addon.namespace),
+    },
     subjects: (agentHubRoleBinding(addon, subject) as { subjects: unknown[] }).subjects,
   };
 }

@@ -87,3 +87,57 @@ test("grants the agent's tunnel (owned by the ClusterManagementAddOn) and remove
   await controller.reconcile('cluster1/other-addon');
   assert.equal(deleted.length, 2);
 });
+
+test('a trust model grants the agent its credential Secret; disabling removes the grant and the Secret it wrote, never an admin’s', async () => {
+  const { hub, applied, deleted } = fakeHub();
+  const secrets: Record<string, KubeObject> = {
+    '/api/v1/namespaces/creds/secrets/cluster1': {
+      metadata: { name: 'cluster1', labels: { 'app.kubernetes.io/managed-by': 'cluster-gateway-agent' } },
+    },
+    '/api/v1/namespaces/creds/secrets/cluster2': { metadata: { name: 'cluster2', labels: {} } },
+  };
+  (hub as unknown as { getOptional: (p: string) => Promise<unknown> }).getOptional = async (p) =>
+    p.includes('/secrets/') ? secrets[p] : {};
+  const mca = (cluster: string) =>
+    ({
+      apiVersion: 'addon.open-cluster-management.io/v1alpha1',
+      kind: 'ManagedClusterAddOn',
+      metadata: { name: 'cluster-gateway', namespace: cluster, uid: `uid-${cluster}` },
+    }) as ManagedClusterAddOn;
+  const addons: Record<string, ManagedClusterAddOn> = {
+    'cluster1/cluster-gateway': mca('cluster1'),
+    'cluster2/cluster-gateway': mca('cluster2'),
+  };
+  let model: string | undefined = 'hub-credential';
+  const controller = new RegistrationController({
+    hub,
+    addon: { ...addon, credentialNamespace: 'creds' },
+    log,
+    informers: { managedClusterAddOns: informer(addons) },
+    trustModel: () => model,
+  });
+  const rbac = '/apis/rbac.authorization.k8s.io/v1/namespaces/creds';
+  const name = (c: string) => `open-cluster-management:cluster-gateway:agent:${c}:credential`;
+  await controller.reconcile('cluster1/cluster-gateway');
+  await controller.reconcile('cluster2/cluster-gateway');
+  assert.ok(applied.has(`${rbac}/roles/${name('cluster1')}`));
+  assert.ok(applied.has(`${rbac}/rolebindings/${name('cluster1')}`));
+
+  // The model is dropped from the config: the grant goes (once), the Secret stays.
+  model = undefined;
+  await controller.reconcile('cluster1/cluster-gateway');
+  await controller.reconcile('cluster1/cluster-gateway');
+  assert.deepEqual(deleted, [
+    `${rbac}/rolebindings/${name('cluster1')}`,
+    `${rbac}/roles/${name('cluster1')}`,
+  ]);
+  deleted.length = 0;
+
+  delete addons['cluster1/cluster-gateway'];
+  delete addons['cluster2/cluster-gateway'];
+  await controller.reconcile('cluster1/cluster-gateway');
+  await controller.reconcile('cluster2/cluster-gateway');
+  assert.ok(deleted.includes('/api/v1/namespaces/creds/secrets/cluster1'), 'the Secret its agent wrote');
+  assert.ok(!deleted.includes('/api/v1/namespaces/creds/secrets/cluster2'), "an admin's Secret stays");
+  assert.ok(deleted.includes(`${rbac}/roles/${name('cluster2')}`));
+});

@@ -10,7 +10,10 @@
  *   in the cluster namespace, all owned by the ManagedClusterAddOn; its tunnel
  *   permission (ClusterRole, ClusterRoleBinding: attach as this cluster only),
  *   owned by the ClusterManagementAddOn and deleted here with the
- *   ManagedClusterAddOn;
+ *   ManagedClusterAddOn; when the addon's configuration picks a trust model
+ *   for the tunnel, its grant on the cluster's credential Secret in the
+ *   gateway's credential namespace, deleted here with the ManagedClusterAddOn
+ *   together with the Secret the agent wrote;
  * - condition `RegistrationApplied` with OCM's reasons.
  *
  * Status is written with server-side apply under a field manager of its own,
@@ -31,11 +34,14 @@ import type { WorkQueue } from '../work-queue.ts';
 import {
   agentAttachClusterRole,
   agentAttachClusterRoleBinding,
+  agentCredentialRole,
+  agentCredentialRoleBinding,
   agentHubLease,
   agentHubRole,
   agentHubRoleBinding,
   attachPermissionName,
   type ClusterOwner,
+  credentialPermissionName,
   type OwnerAddon,
 } from './hub-permissions.ts';
 import { addonPath, type ManagedClusterAddOn, specInstallNamespace } from './managed-cluster-addon.ts';
@@ -60,7 +66,8 @@ export function registrationFailed(err: unknown): ConditionVerdict {
 
 export interface RegistrationControllerDeps {
   hub: KubeClient;
-  addon: Pick<AddonDefinition, 'name' | 'registrationSubject' | 'defaultInstallNamespace'>;
+  addon: Pick<AddonDefinition, 'name' | 'registrationSubject' | 'defaultInstallNamespace'> &
+    Partial<Pick<AddonDefinition, 'credentialNamespace'>>;
   log: Logger;
   metrics?: AddonMetrics;
   informers: {
@@ -72,7 +79,15 @@ export interface RegistrationControllerDeps {
   installNamespace?: (addon: ManagedClusterAddOn) => string | Promise<string>;
   /** leaseDurationSeconds written into the heartbeat Lease (informational; the health controller decides staleness). */
   heartbeatLeaseDurationSeconds?: number;
+  /**
+   * The tunnel trust model the addon's configuration picks for this cluster (deploy/deployment-config.ts,
+   * TUNNEL_TRUST_MODEL); a model means the agent writes the cluster's credential Secret on the hub.
+   */
+  trustModel?: (addon: ManagedClusterAddOn) => string | undefined | Promise<string | undefined>;
 }
+
+/** The label the agent puts on the credential Secret it writes (agent/hub-credential.ts). */
+const agentWrittenSecret = { label: 'app.kubernetes.io/managed-by', value: 'cluster-gateway-agent' };
 
 /** The status fields this controller owns, as they should be. */
 export function desiredRegistrationStatus(subject: Subject, namespace: string) {
@@ -82,6 +97,8 @@ export function desiredRegistrationStatus(subject: Subject, namespace: string) {
 export class RegistrationController {
   readonly #deps: RegistrationControllerDeps;
   readonly #queue: WorkQueue;
+  /** Clusters known to hold no credential Secret grant: not deleted again on every resync. */
+  readonly #noCredentialGrant = new Set<string>();
 
   constructor(deps: RegistrationControllerDeps) {
     this.#deps = deps;
@@ -118,7 +135,10 @@ export class RegistrationController {
     const addon = this.#deps.informers.managedClusterAddOns.get(key);
     if (!addon || addon.metadata.name !== addonName || addon.metadata.deletionTimestamp) {
       const [namespace, name] = key.split('/');
-      if (namespace && name === addonName) await this.#removeAttachPermission(namespace);
+      if (namespace && name === addonName) {
+        await this.#removeAttachPermission(namespace);
+        await this.#removeCredentialGrant(namespace, true);
+      }
       return;
     }
     const cluster = addon.metadata.namespace ?? '';
@@ -161,6 +181,26 @@ export class RegistrationController {
         attachBinding,
         registrationFieldManager,
       );
+      const trustModel = await this.#deps.trustModel?.(addon);
+      const credentialNamespace = this.#deps.addon.credentialNamespace;
+      if (trustModel && credentialNamespace) {
+        const role = agentCredentialRole(owner, credentialNamespace, clusterOwner);
+        const binding = agentCredentialRoleBinding(owner, subject, credentialNamespace, clusterOwner);
+        await hub.apply(
+          `${rbac}/${credentialNamespace}/roles/${role.metadata?.name}`,
+          role,
+          registrationFieldManager,
+        );
+        await hub.apply(
+          `${rbac}/${credentialNamespace}/rolebindings/${binding.metadata?.name}`,
+          binding,
+          registrationFieldManager,
+        );
+        this.#noCredentialGrant.delete(cluster);
+      } else if (!this.#noCredentialGrant.has(cluster)) {
+        // No trust model (any more): the agent may not write the Secret; one it wrote stays for the admin.
+        await this.#removeCredentialGrant(cluster, false);
+      }
     } catch (err) {
       failure = err;
       verdict = registrationFailed(err);
@@ -199,6 +239,30 @@ export class RegistrationController {
     await this.#deps.hub.delete(`${clusterRbac}/clusterrolebindings/${name}`);
     await this.#deps.hub.delete(`${clusterRbac}/clusterroles/${name}`);
     this.#deps.log.info({ cluster, addon: this.#deps.addon.name }, 'agent tunnel permission removed');
+  }
+
+  /**
+   * The agent's grant on its cluster's credential Secret; with `secretToo` (the addon disabled) also
+   * the Secret, when the agent wrote it (an admin's Secret of the same name is never deleted).
+   */
+  async #removeCredentialGrant(cluster: string, secretToo: boolean): Promise<void> {
+    const namespace = this.#deps.addon.credentialNamespace;
+    if (!namespace) return;
+    const name = credentialPermissionName(this.#deps.addon.name, cluster);
+    const rbac = `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}`;
+    await this.#deps.hub.delete(`${rbac}/rolebindings/${name}`);
+    await this.#deps.hub.delete(`${rbac}/roles/${name}`);
+    this.#noCredentialGrant.add(cluster);
+    if (!secretToo) return;
+    const secretPath = `/api/v1/namespaces/${namespace}/secrets/${cluster}`;
+    const secret = await this.#deps.hub.getOptional(secretPath);
+    if (secret?.metadata?.labels?.[agentWrittenSecret.label] === agentWrittenSecret.value) {
+      await this.#deps.hub.delete(secretPath);
+      this.#deps.log.info(
+        { cluster, secret: `${namespace}/${cluster}` },
+        'the cluster credential Secret its agent wrote is removed with the addon',
+      );
+    }
   }
 
   /**

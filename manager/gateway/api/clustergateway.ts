@@ -43,7 +43,11 @@ export interface ClusterGateway {
       credential?: { type: string };
     };
   };
-  status: { healthy: boolean; healthyReason?: string };
+  status: {
+    healthy: boolean;
+    healthyReason?: string;
+    tunnel?: { connected: boolean; connectedSince?: string; replica?: string };
+  };
 }
 
 export interface ClusterGatewayList {
@@ -94,6 +98,14 @@ export function renderClusterGateway(cluster: ClusterTarget): ClusterGateway {
   // A cluster that cannot be proxied says why, where users look first.
   const reason = cluster.problem ?? cluster.health.reason;
   if (reason) gateway.status.healthyReason = reason;
+  if (cluster.tunnel) {
+    const { connected, since, replica } = cluster.tunnel;
+    gateway.status.tunnel = {
+      connected,
+      ...(since ? { connectedSince: since } : {}),
+      ...(replica ? { replica } : {}),
+    };
+  }
   return gateway;
 }
 

@@ -189,6 +189,28 @@ export const gatewaySchemas: Record<string, Schema> = {
       healthyReason: str(
         'HealthyReason explains the health state, e.g. ConnectionTimeout, or, for a cluster that cannot be proxied, what is wrong with its configuration (a missing endpoint, an invalid certificate, no credential Secret).',
       ),
+      tunnel: {
+        ref: `${gatewayPrefix}ClusterGatewayTunnelStatus`,
+        description:
+          "Tunnel is the state of the cluster's agent tunnel (docs/tunnel.md): set for clusters reached through it (endpoint type ClusterProxy) and for clusters whose agent is attached.",
+      },
+    },
+  },
+  ClusterGatewayTunnelStatus: {
+    type: 'object',
+    description: "The state of a cluster's agent tunnel.",
+    properties: {
+      connected: {
+        type: 'boolean',
+        description:
+          "Connected reports whether the cluster's agent holds a tunnel to a gateway replica. A ClusterProxy cluster without one cannot be proxied (503).",
+      },
+      connectedSince: {
+        type: 'string',
+        format: 'date-time',
+        description: 'ConnectedSince is when the current tunnel connected (RFC 3339).',
+      },
+      replica: str('Replica is the gateway replica (pod name) that holds the tunnel.'),
     },
   },
 };

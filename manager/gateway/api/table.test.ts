@@ -6,9 +6,16 @@ import { target, token } from './test-fixtures.ts';
 
 const now = Date.parse('2026-01-03T00:00:05Z');
 
-test('a Table has the meta/v1 shape, the original columns plus Age and a wide Reason', () => {
+test('a Table has the meta/v1 shape, the original columns plus Age and a wide Reason and tunnel state', () => {
   const table = renderTable(
-    [target('prod'), target('bad', { credential: undefined, labels: {}, problem: 'no token' })],
+    [
+      target('prod'),
+      target('bad', { credential: undefined, labels: {}, problem: 'no token' }),
+      target('behind', {
+        tunnel: { connected: true, since: '2026-01-02T23:59:00Z', replica: 'cluster-gateway-5d8f-x2' },
+      }),
+      target('gone', { tunnel: { connected: false } }),
+    ],
     {
       version: 'v1',
       includeObject: 'Metadata',
@@ -29,13 +36,40 @@ test('a Table has the meta/v1 shape, the original columns plus Age and a wide Re
       ['Healthy', 0],
       ['Age', 0],
       ['Reason', 1],
+      ['Tunnel', 1],
+      ['Tunnel-Age', 1],
+      ['Gateway', 1],
     ],
   );
   for (const column of columnDefinitions) {
     assert.deepEqual(Object.keys(column).sort(), ['description', 'format', 'name', 'priority', 'type']);
   }
-  assert.deepEqual(table.rows[0]?.cells, ['prod', '', 'ServiceAccountToken', 'Const', 'true', '2d', '']);
-  assert.deepEqual(table.rows[1]?.cells, ['bad', '', '<none>', 'Const', 'false', '2d', 'no token']);
+  assert.deepEqual(table.rows[0]?.cells, [
+    'prod',
+    '',
+    'ServiceAccountToken',
+    'Const',
+    'true',
+    '2d',
+    '',
+    '',
+    '',
+    '',
+  ]);
+  assert.deepEqual(table.rows[1]?.cells, [
+    'bad',
+    '',
+    '<none>',
+    'Const',
+    'false',
+    '2d',
+    'no token',
+    '',
+    '',
+    '',
+  ]);
+  assert.deepEqual(table.rows[2]?.cells.slice(7), ['Connected', '65s', 'cluster-gateway-5d8f-x2']);
+  assert.deepEqual(table.rows[3]?.cells.slice(7), ['Disconnected', '', '']);
   const partial = table.rows[0]?.object as
     | { kind: string; apiVersion: string; metadata: { name: string } }
     | undefined;

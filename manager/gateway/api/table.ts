@@ -6,8 +6,9 @@
  * Metadata: a PartialObjectMetadata), as the apiserver's asTable does.
  *
  * Columns are the Go original's printer.go (Name, Provider,
- * Credential-Type, Endpoint-Type, Healthy) plus Age, and Reason for
- * `-o wide` (priority 1) so a broken cluster explains itself.
+ * Credential-Type, Endpoint-Type, Healthy) plus Age, and for `-o wide`
+ * (priority 1) Reason, so a broken cluster explains itself, and the agent
+ * tunnel's state: Tunnel, Tunnel-Age, Gateway (the replica holding it).
  */
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
@@ -63,6 +64,27 @@ export const columnDefinitions: TableColumnDefinition[] = [
     description: 'why the cluster is unhealthy or cannot be proxied',
     priority: 1,
   },
+  {
+    name: 'Tunnel',
+    type: 'string',
+    format: '',
+    description: "the cluster's agent tunnel: Connected, Disconnected, or empty when the cluster uses none",
+    priority: 1,
+  },
+  {
+    name: 'Tunnel-Age',
+    type: 'string',
+    format: '',
+    description: 'how long the current agent tunnel has been connected',
+    priority: 1,
+  },
+  {
+    name: 'Gateway',
+    type: 'string',
+    format: '',
+    description: 'the gateway replica (pod name) holding the agent tunnel',
+    priority: 1,
+  },
 ];
 
 export function parseIncludeObject(value: string | null | undefined): IncludeObject {
@@ -100,11 +122,19 @@ export function tableRow(
       String(gateway.status.healthy),
       cluster.creationTimestamp ? humanDuration(now - Date.parse(cluster.creationTimestamp)) : '<unknown>',
       gateway.status.healthyReason ?? '',
+      tunnelCell(cluster),
+      cluster.tunnel?.since ? humanDuration(now - Date.parse(cluster.tunnel.since)) : '',
+      cluster.tunnel?.replica ?? '',
     ],
   };
   if (includeObject === 'Metadata') row.object = partialObjectMetadata(cluster, version);
   else if (includeObject === 'Object') row.object = gateway;
   return row;
+}
+
+function tunnelCell(cluster: ClusterTarget): string {
+  if (!cluster.tunnel) return '';
+  return cluster.tunnel.connected ? 'Connected' : 'Disconnected';
 }
 
 export interface TableOptions {

@@ -8,6 +8,7 @@
  * which omits every secret field.
  */
 import type { Duplex } from 'node:stream';
+import type { TunnelStreamKind } from '../../../shared/tunnel/protocol.ts';
 
 export type EndpointType = 'Const' | 'ClusterProxy';
 export type CredentialType = 'ServiceAccountToken' | 'X509Certificate' | 'Dynamic';
@@ -36,7 +37,25 @@ export interface TunnelEndpoint {
   serverName: string;
   caBundle?: string;
   insecure: boolean;
-  dial(): Promise<Duplex>;
+  /**
+   * hub-credential (default): the gateway runs TLS to the managed apiserver inside each stream with
+   * the cluster's credential. no-credential: the hub holds none; each stream is plain HTTP served by
+   * the agent, which adds its own credential and impersonates the caller (the gateway always sends
+   * the caller's identity). merge.ts decides from the cluster's Secret.
+   */
+  trustModel?: TrustModel;
+  dial(kind?: TunnelStreamKind): Promise<Duplex>;
+}
+
+export type TrustModel = 'hub-credential' | 'no-credential';
+
+/** The state of a cluster's agent tunnel, as `kubectl get clustergateways -o wide` shows it. */
+export interface TunnelState {
+  connected: boolean;
+  /** RFC 3339, second precision: when the current tunnel connected. */
+  since?: string;
+  /** The gateway replica holding it (its pod name). */
+  replica?: string;
 }
 
 export type Endpoint = ConstEndpoint | TunnelEndpoint;
@@ -67,6 +86,8 @@ export interface ClusterTarget {
   /** Why the cluster cannot be reached, when endpoint or credential is missing. */
   problem?: string;
   health: ClusterHealth;
+  /** Set for clusters that use or have an agent tunnel (ClusterProxy, or an attached agent). */
+  tunnel?: TunnelState;
   /**
    * A digest of endpoint + credential. Connection pools are keyed by it, so a
    * rotated token or certificate takes effect on the next request.

@@ -18,7 +18,14 @@ export function connectionKey(
   if (endpoint?.type === 'Const') {
     ep = ['Const', endpoint.address, endpoint.caBundle ?? '', endpoint.insecure, endpoint.proxyUrl ?? ''];
   } else if (endpoint?.type === 'ClusterProxy') {
-    ep = ['ClusterProxy', endpoint.serverName, endpoint.caBundle ?? '', endpoint.insecure, tunnelGeneration];
+    ep = [
+      'ClusterProxy',
+      endpoint.serverName,
+      endpoint.caBundle ?? '',
+      endpoint.insecure,
+      tunnelGeneration,
+      endpoint.trustModel ?? 'hub-credential',
+    ];
   }
   let cred: unknown[] | null = null;
   if (credential?.type === 'ServiceAccountToken') cred = [credential.type, credential.token];

@@ -154,7 +154,7 @@ test('problems are collected, never thrown', () => {
   assert.match(clusterProxy?.problem ?? '', /no agent tunnel is connected/);
 });
 
-test('a tunnel provides the endpoint; alone it lists the cluster with a credential problem', () => {
+test('a tunnel provides the endpoint; alone it is the no-credential model, no problem', () => {
   const input = { endpoint: tunnel, generation: 1, connectedAt: '2026-03-01T00:00:00Z' };
   const withSecret = mergeCluster({
     name: 'c1',
@@ -164,13 +164,51 @@ test('a tunnel provides the endpoint; alone it lists the cluster with a credenti
     ),
     tunnel: input,
   });
-  assert.deepEqual(withSecret?.endpoint, tunnel);
+  assert.deepEqual(withSecret?.endpoint, { ...tunnel, trustModel: 'hub-credential' });
   assert.equal(withSecret?.problem, undefined);
-  const alone = mergeCluster({ name: 'c1', tunnel: input });
-  assert.deepEqual(alone?.endpoint, tunnel);
+  assert.deepEqual(withSecret?.tunnel, { connected: true, since: '2026-03-01T00:00:00Z' });
+  const alone = mergeCluster({ name: 'c1', tunnel: { ...input, replica: 'gw-0' } });
+  assert.deepEqual(alone?.endpoint, { ...tunnel, trustModel: 'no-credential' });
   assert.equal(alone?.credential, undefined);
   assert.equal(alone?.creationTimestamp, '2026-03-01T00:00:00Z');
-  assert.match(alone?.problem ?? '', /no credential Secret named "c1"/);
+  assert.equal(alone?.problem, undefined);
+  assert.deepEqual(alone?.tunnel, { connected: true, since: '2026-03-01T00:00:00Z', replica: 'gw-0' });
+});
+
+test('the Secret picks the trust model: a ClusterProxy Secret without credential-type label and credential data is no-credential', () => {
+  const input = { endpoint: tunnel, generation: 1, connectedAt: '2026-03-01T00:00:00Z' };
+  const proxyLabel = { 'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy' };
+  const marker = parseClusterSecret(secret('c1', {}, proxyLabel));
+  assert.equal(marker.noCredential, true);
+  assert.equal(marker.credentialProblem, undefined);
+  const connected = mergeCluster({ name: 'c1', secret: marker, tunnel: input });
+  assert.equal(
+    connected?.endpoint?.type === 'ClusterProxy' && connected.endpoint.trustModel,
+    'no-credential',
+  );
+  assert.equal(connected?.problem, undefined);
+  assert.equal(connected?.credential, undefined);
+  // Without its agent the cluster stays listed, with a 503 that says so.
+  const gone = mergeCluster({ name: 'c1', secret: marker });
+  assert.equal(gone?.endpoint, undefined);
+  assert.match(gone?.problem ?? '', /no agent tunnel is connected/);
+  assert.deepEqual(gone?.tunnel, { connected: false });
+  // Credential data without the label is ambiguous: the admin is told, nothing is guessed.
+  const unlabelled = parseClusterSecret(secret('c1', { token: 'tok' }, proxyLabel));
+  assert.equal(unlabelled.noCredential, undefined);
+  assert.match(unlabelled.credentialProblem ?? '', /cluster-credential-type is missing/);
+  // A Const Secret without the label keeps the original's problem.
+  const constUnlabelled = parseClusterSecret(secret('c1', { endpoint: 'https://h' }, {}));
+  assert.match(constUnlabelled.credentialProblem ?? '', /cluster-credential-type is missing/);
+  // A token Secret with the label: hub-credential.
+  const hub = mergeCluster({ name: 'c1', secret: tokenSecret({}, proxyLabel), tunnel: input });
+  assert.equal(hub?.endpoint?.type === 'ClusterProxy' && hub.endpoint.trustModel, 'hub-credential');
+  assert.deepEqual(hub?.credential, { type: 'ServiceAccountToken', token: 'tok' });
+  // A Const cluster has no tunnel state; its attached agent is not used.
+  assert.equal(
+    mergeCluster({ name: 'c1', secret: tokenSecret({ endpoint: 'https://h' }) })?.tunnel,
+    undefined,
+  );
 });
 
 test('a tunnel is used only when the cluster opts in; TLS inside it is verified with the Secret CA, else the ManagedCluster CA', () => {
@@ -216,6 +254,10 @@ test('connectionKey changes with the credential, the CA and the tunnel generatio
     connectionKey({ ...ep, insecure: false, caBundle: caPem }, { type: 'ServiceAccountToken', token: 'one' }),
   );
   assert.notEqual(connectionKey(tunnel, undefined, 1), connectionKey(tunnel, undefined, 2));
+  assert.notEqual(
+    connectionKey({ ...tunnel, trustModel: 'hub-credential' }, undefined, 1),
+    connectionKey({ ...tunnel, trustModel: 'no-credential' }, undefined, 1),
+  );
 });
 
 test('--insecure-skip-tls-verify-when-no-ca restores the original: a Secret without CA is insecure', () => {

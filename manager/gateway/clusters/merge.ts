@@ -11,9 +11,13 @@
  * - Endpoint: a cluster opts in to its agent's tunnel with the Secret label
  *   `cluster.core.oam.dev/cluster-endpoint-type: ClusterProxy` (the Go
  *   original's term), or by having no Secret at all; then the connected
- *   tunnel is its endpoint (TLS inside it verified against the Secret's
- *   `ca.crt`, else the trusted ManagedCluster's CA), and without a tunnel it
- *   has none (a 503 at once, never a direct dial). A tunnel of a cluster whose
+ *   tunnel is its endpoint, and without a tunnel it has none (a 503 at once,
+ *   never a direct dial). The Secret also picks the trust model: with a
+ *   credential, hub-credential (TLS inside the tunnel verified against the
+ *   Secret's `ca.crt`, else the trusted ManagedCluster's CA); with no
+ *   credential-type label and no credential data, or no Secret at all,
+ *   no-credential (the agent adds its own credential and impersonates the
+ *   caller). A tunnel of a cluster whose
  *   Secret is Const (the default) is not used: the agent connects everywhere,
  *   and routing changes only when the admin asks. Then the Secret's own `endpoint`
  *   when it names one: the Secret is written by the hub admin in the
@@ -52,6 +56,8 @@ export interface TunnelInput {
   /** Increases with every new tunnel of this cluster (see connectionKey). */
   generation: number;
   connectedAt: string;
+  /** The gateway replica holding the tunnel. */
+  replica?: string;
 }
 
 export interface ClusterInputs {
@@ -83,8 +89,8 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
   const { endpoint, problem: endpointProblem, systemTrust } = resolveEndpoint(inputs, policy);
   const problems: string[] = [];
   if (endpointProblem) problems.push(endpointProblem);
-  if (!secret) problems.push(`no credential Secret named ${JSON.stringify(name)} in the secret namespace`);
-  else if (secret.credentialProblem) problems.push(secret.credentialProblem);
+  // Without a Secret the cluster exists only through its tunnel: the no-credential model, no problem.
+  if (secret?.credentialProblem) problems.push(secret.credentialProblem);
 
   const credential = secret?.credential;
   const merged: MergedCluster = {
@@ -106,6 +112,15 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
   };
   if (endpoint) merged.endpoint = endpoint;
   if (credential) merged.credential = credential;
+  if (tunnel) {
+    merged.tunnel = {
+      connected: true,
+      since: tunnel.connectedAt,
+      ...(tunnel.replica ? { replica: tunnel.replica } : {}),
+    };
+  } else if (secret?.endpointType === 'ClusterProxy') {
+    merged.tunnel = { connected: false };
+  }
   if (problems.length) merged.problem = problems.join('; ');
   return merged;
 }
@@ -120,9 +135,20 @@ interface ResolvedEndpoint {
 function resolveEndpoint({ secret, managed, tunnel }: ClusterInputs, policy: MergePolicy): ResolvedEndpoint {
   if (secret?.endpointTypeProblem) return { problem: secret.endpointTypeProblem };
   if (tunnel && (!secret || secret.endpointType === 'ClusterProxy')) {
-    if (secret?.caProblem) return { problem: secret.caProblem };
-    const caBundle = secret?.caBundle ?? (managed?.distrust ? undefined : managed?.caBundle);
-    return { endpoint: { ...tunnel.endpoint, ...(caBundle !== undefined ? { caBundle } : {}) } };
+    // No Secret, or a ClusterProxy Secret without a credential: the agent adds its own and
+    // impersonates the caller; the gateway runs no TLS of its own inside the stream.
+    if (!secret || secret.noCredential) {
+      return { endpoint: { ...tunnel.endpoint, trustModel: 'no-credential' } };
+    }
+    if (secret.caProblem) return { problem: secret.caProblem };
+    const caBundle = secret.caBundle ?? (managed?.distrust ? undefined : managed?.caBundle);
+    return {
+      endpoint: {
+        ...tunnel.endpoint,
+        trustModel: 'hub-credential',
+        ...(caBundle !== undefined ? { caBundle } : {}),
+      },
+    };
   }
   if (secret?.endpointType === 'ClusterProxy') {
     return { problem: 'endpoint type is ClusterProxy but no agent tunnel is connected for this cluster' };

@@ -113,8 +113,16 @@ test('tunnels are the endpoint of a ClusterProxy cluster; each new tunnel change
   registry.setTunnel('a', undefined);
   assert.equal(registry.get('a')?.connectionKey, direct?.connectionKey);
 
-  registry.setTunnel('agent-only', tunnel());
-  assert.match(registry.get('agent-only')?.problem ?? '', /no credential Secret/);
+  registry.setTunnel('agent-only', tunnel(), {
+    connectedAt: new Date('2026-03-01T00:00:00.400Z'),
+    replica: 'gw-1',
+  });
+  assert.equal(registry.get('agent-only')?.problem, undefined);
+  assert.deepEqual(registry.get('agent-only')?.tunnel, {
+    connected: true,
+    since: '2026-03-01T00:00:00Z',
+    replica: 'gw-1',
+  });
   registry.setTunnel('agent-only', undefined);
   assert.equal(registry.get('agent-only'), undefined);
 });

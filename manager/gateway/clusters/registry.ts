@@ -114,8 +114,15 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
     });
   }
 
-  /** An agent tunnel connected (endpoint) or went away (undefined); it overrides any other endpoint. */
-  setTunnel(name: string, endpoint: TunnelEndpoint | undefined): void {
+  /**
+   * An agent tunnel connected (endpoint) or went away (undefined); it overrides any other endpoint.
+   * `info` says since when and through which gateway replica (shown by `kubectl get -o wide`).
+   */
+  setTunnel(
+    name: string,
+    endpoint: TunnelEndpoint | undefined,
+    info: { connectedAt?: Date; replica?: string } = {},
+  ): void {
     this.#update(name, (inputs) => {
       if (!endpoint) {
         delete inputs.tunnel;
@@ -124,7 +131,12 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
       if (inputs.tunnel?.endpoint === endpoint) return;
       const generation = (this.#tunnelGenerations.get(name) ?? 0) + 1;
       this.#tunnelGenerations.set(name, generation);
-      const tunnel: TunnelInput = { endpoint, generation, connectedAt: isoSeconds(this.#now()) };
+      const tunnel: TunnelInput = {
+        endpoint,
+        generation,
+        connectedAt: isoSeconds(info.connectedAt?.getTime() ?? this.#now()),
+        ...(info.replica ? { replica: info.replica } : {}),
+      };
       inputs.tunnel = tunnel;
     });
   }
@@ -224,8 +236,15 @@ export function fingerprintOf(cluster: MergedCluster): string {
             endpoint.proxyUrl ?? '',
           ]
         : endpoint
-          ? [endpoint.type, endpoint.serverName, endpoint.caBundle ?? '', endpoint.insecure]
+          ? [
+              endpoint.type,
+              endpoint.serverName,
+              endpoint.caBundle ?? '',
+              endpoint.insecure,
+              endpoint.trustModel,
+            ]
           : null,
+    tunnel: cluster.tunnel ?? null,
     credentialType: cluster.credential?.type ?? null,
     problem: cluster.problem ?? null,
     health: [cluster.health.healthy, cluster.health.reason ?? ''],

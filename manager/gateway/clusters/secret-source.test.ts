@@ -196,13 +196,17 @@ test('SecretSource lists by label and feeds adds, updates and deletes to its sin
   const client: InformerClient = {
     list: async <T extends KubeObject>(path: string) => {
       listed.push(path);
+      // The no-credential informer's selector matches none of these.
+      const markers = path.includes('cluster-endpoint-type');
       return {
         metadata: { resourceVersion: '5' },
-        items: [secret('a', { token: 't' }), secret('b', { token: 't' })],
+        items: markers ? [] : [secret('a', { token: 't' }), secret('b', { token: 't' })],
       } as KubeList<T>;
     },
-    watch: async function* <T extends KubeObject>(_path: string, signal?: AbortSignal) {
-      for (const event of watchEvents.splice(0)) yield event as WatchEvent<T>;
+    watch: async function* <T extends KubeObject>(path: string, signal?: AbortSignal) {
+      if (!path.includes('cluster-endpoint-type')) {
+        for (const event of watchEvents.splice(0)) yield event as WatchEvent<T>;
+      }
       await new Promise((resolve) => signal?.addEventListener('abort', resolve, { once: true }));
     },
   };
@@ -218,8 +222,57 @@ test('SecretSource lists by label and feeds adds, updates and deletes to its sin
   source.stop();
   assert.equal(source.hasSynced, true);
   assert.deepEqual(calls, ['a:no-address', 'b:no-address', 'a:https://new', 'b:deleted']);
-  assert.equal(
-    listed[0],
-    '/api/v1/namespaces/vela-system/secrets?labelSelector=cluster.core.oam.dev%2Fcluster-credential-type&limit=500',
+  assert.ok(
+    listed.includes(
+      '/api/v1/namespaces/vela-system/secrets?labelSelector=cluster.core.oam.dev%2Fcluster-credential-type&limit=500',
+    ),
+    listed.join(' '),
   );
+});
+
+test('SecretSource also watches no-credential Secrets; one moving between the two sets is never dropped', async () => {
+  const proxyLabel = { 'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy' };
+  const marker = secret('m', {}, proxyLabel);
+  const withCredential = secret(
+    'm',
+    { token: 't' },
+    {
+      ...proxyLabel,
+      'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken',
+    },
+  );
+  const events: Record<string, WatchEvent[]> = {
+    credential: [{ type: 'ADDED', object: withCredential }],
+    marker: [{ type: 'DELETED', object: marker }],
+  };
+  const client: InformerClient = {
+    list: async <T extends KubeObject>(path: string) =>
+      ({
+        metadata: { resourceVersion: '5' },
+        items: path.includes('cluster-endpoint-type') ? [marker] : [],
+      }) as KubeList<T>,
+    watch: async function* <T extends KubeObject>(path: string, signal?: AbortSignal) {
+      const which = path.includes('cluster-endpoint-type') ? 'marker' : 'credential';
+      // The credential informer sees the label first; the marker informer's delete comes after.
+      if (which === 'marker') await new Promise((r) => setTimeout(r, 30));
+      for (const event of events[which]!.splice(0)) yield event as WatchEvent<T>;
+      await new Promise((resolve) => signal?.addEventListener('abort', resolve, { once: true }));
+    },
+  };
+  const calls: string[] = [];
+  const source = new SecretSource(
+    client,
+    { namespace: 'vela-system' },
+    {
+      setSecret: (name, info) =>
+        calls.push(
+          `${name}:${info ? (info.noCredential ? 'no-credential' : info.credential?.type) : 'deleted'}`,
+        ),
+    },
+  );
+  void source.start();
+  const deadline = Date.now() + 2000;
+  while (calls.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  source.stop();
+  assert.deepEqual(calls, ['m:no-credential', 'm:ServiceAccountToken', 'm:ServiceAccountToken']);
 });

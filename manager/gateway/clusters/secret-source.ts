@@ -56,6 +56,11 @@ export interface SecretClusterInfo {
   caProblem?: string;
   proxyUrl?: string;
   proxyProblem?: string;
+  /**
+   * The no-credential trust model: a ClusterProxy Secret with no credential-type label and no
+   * credential data. The hub holds nothing for the cluster; its agent acts as the caller.
+   */
+  noCredential?: boolean;
   /** Declared by the credential-type label (normalised), even when the data is incomplete. */
   credentialType?: string;
   credential?: Credential;
@@ -124,7 +129,15 @@ export function parseClusterSecret(secret: SecretObject): SecretClusterInfo {
     else info.proxyProblem = parsed.problem;
   }
 
-  parseCredential(data, labels[labelCredentialType], info);
+  if (
+    info.endpointType === 'ClusterProxy' &&
+    labels[labelCredentialType] === undefined &&
+    !['token', 'tls.crt', 'tls.key', 'exec'].some((key) => data?.[key] !== undefined)
+  ) {
+    info.noCredential = true;
+  } else {
+    parseCredential(data, labels[labelCredentialType], info);
+  }
 
   const healthy = annotations[annotationHealthy];
   const reason = annotations[annotationHealthyReason];
@@ -241,37 +254,62 @@ export interface SecretSourceOptions {
   informer?: Partial<Omit<InformerOptions, 'path' | 'labelSelector'>>;
 }
 
-/** Watches credential Secrets and feeds them, parsed, to a sink. */
+/** Label selector of the no-credential trust model's Secrets: ClusterProxy, no credential type. */
+export const noCredentialSelector = `${labelEndpointType}=ClusterProxy,!${labelCredentialType}`;
+
+/**
+ * Watches credential Secrets and feeds them, parsed, to a sink: those with a credential-type label
+ * (the original's selector), and the no-credential trust model's (a ClusterProxy Secret without one,
+ * agent/hub-credential.ts). A label selector cannot say "either", hence two informers over disjoint
+ * sets; a Secret moving from one to the other is deleted from the sink only when neither has it.
+ */
 export class SecretSource {
   readonly informer: Informer<SecretObject>;
+  readonly noCredential: Informer<SecretObject>;
 
   constructor(client: InformerClient, options: SecretSourceOptions, sink: SecretSink) {
+    const path = `/api/v1/namespaces/${encodeURIComponent(options.namespace)}/secrets`;
+    // LIST filters on Exists, as the original does.
     this.informer = new Informer<SecretObject>(client, {
       ...options.informer,
-      path: `/api/v1/namespaces/${encodeURIComponent(options.namespace)}/secrets`,
-      // LIST filters on Exists, as the original does.
+      path,
       labelSelector: labelCredentialType,
+    });
+    this.noCredential = new Informer<SecretObject>(client, {
+      ...options.informer,
+      path,
+      labelSelector: noCredentialSelector,
     });
     const update = (secret: SecretObject) => {
       const info = parseClusterSecret(secret);
       sink.setSecret(info.name, info);
     };
-    this.informer.on({
-      onAdd: update,
-      onUpdate: (_old, secret) => update(secret),
-      onDelete: (secret) => sink.setSecret(secret.metadata?.name ?? '', undefined),
-    });
+    const both = [this.informer, this.noCredential];
+    for (const informer of both) {
+      const other = informer === this.informer ? this.noCredential : this.informer;
+      informer.on({
+        onAdd: update,
+        onUpdate: (_old, secret) => update(secret),
+        onDelete: (secret) => {
+          const key = `${secret.metadata?.namespace}/${secret.metadata?.name}`;
+          const still = other.get(key);
+          if (still) update(still);
+          else sink.setSecret(secret.metadata?.name ?? '', undefined);
+        },
+      });
+    }
   }
 
   get hasSynced(): boolean {
-    return this.informer.hasSynced;
+    return this.informer.hasSynced && this.noCredential.hasSynced;
   }
 
-  start(): Promise<void> {
-    return this.informer.start();
+  async start(): Promise<void> {
+    await Promise.all([this.informer.start(), this.noCredential.start()]);
   }
 
   stop(): void {
     this.informer.stop();
+    this.noCredential.stop();
   }
 }

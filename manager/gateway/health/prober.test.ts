@@ -13,8 +13,8 @@ import { HealthProber, type ProberOptions } from './prober.ts';
 
 let server: http.Server;
 let address: string;
-/** Requests in flight on the server now, and the most seen at once. */
-const load = { now: 0, max: 0, total: 0 };
+/** Requests in flight on the server now, and the most seen at once; connections opened. */
+const load = { now: 0, max: 0, total: 0, connections: 0 };
 /** When set, the server holds every request until this resolves. */
 let hold: Promise<void> | undefined;
 
@@ -27,6 +27,7 @@ before(async () => {
     load.now--;
     res.end(req.url === '/healthz' ? 'ok' : 'no');
   });
+  server.on('connection', () => load.connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -70,7 +71,7 @@ function harness(count: number, options: Partial<ProberOptions> = {}): Harness {
   const health = new Map<string, ClusterHealth>();
   const listeners = new Set<(event: ClusterEvent) => void>();
   const forgotten: string[] = [];
-  const real = createConnectionPools();
+  const real = options.pools ?? createConnectionPools();
   const pools: ConnectionPools = {
     ...real,
     get: (t) => real.get(t),
@@ -250,4 +251,60 @@ test('shared pools are the proxy’s: the prober neither forgets nor closes them
   h.prober.stop();
   assert.deepEqual(h.forgotten, []);
   assert.equal(h.prober.tracked, 1);
+});
+
+test('a probe keeps no connection of its own, and reuses one the proxy keeps warm', async () => {
+  const pools = createConnectionPools();
+  const h = harness(3, { sharedPools: true, pools });
+  const connections = load.connections;
+  h.prober.start();
+  await h.settle();
+  assert.equal(load.connections - connections, 3);
+  assert.equal(pools.stats().idleSockets, 0, 'each probe connection closed after its answer');
+
+  // The proxy talked to c0 and keeps its connection: c0's next probe takes it, no new connection.
+  const upstream = pools.get(h.clusters.get('c0') as ClusterTarget);
+  assert.ok(typeof upstream !== 'string');
+  await new Promise<void>((resolve, reject) => {
+    upstream
+      .request(
+        { agent: upstream.agent, hostname: upstream.hostname, port: upstream.port, path: '/api' },
+        (res) => {
+          res.resume();
+          res.on('end', resolve);
+        },
+      )
+      .on('error', reject)
+      .end();
+  });
+  await new Promise((resolve) => setImmediate(resolve));
+  const warm = load.connections;
+  assert.equal(pools.stats().idleSockets, 1);
+  h.clock.now = 100_000;
+  h.prober.tick();
+  await h.settle();
+  assert.equal(load.connections - warm, 2, 'new connections for c1 and c2 only');
+  assert.equal(pools.stats().idleSockets, 1, "the proxy's connection is still there");
+  pools.close();
+});
+
+test('clusters deleted while queued behind the rate limit spend none of it', async () => {
+  const h = harness(2000, { maxProbesPerSecond: 10 });
+  h.prober.start();
+  await h.settle();
+  assert.equal(h.health.size, 10); // c0..c9: the queue keeps the listing's order
+  for (let i = 10; i < 1510; i++) {
+    const gone = h.clusters.get(`c${i}`) as ClusterTarget;
+    h.clusters.delete(gone.name);
+    h.emit({ type: 'DELETED', cluster: gone });
+  }
+  assert.equal(h.prober.tracked, 500);
+  h.clock.now = 1_000;
+  h.prober.tick();
+  await h.settle();
+  assert.deepEqual(
+    [...h.health.keys()].slice(10),
+    Array.from({ length: 10 }, (_, i) => `c${1510 + i}`),
+    'the next second goes to clusters that still exist',
+  );
 });

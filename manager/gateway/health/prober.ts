@@ -19,10 +19,17 @@
  *   so) instead of the prober taking the CPU from the proxy;
  * - a deleted cluster is forgotten (its schedule, and its pool when the
  *   pools are the prober's own); a probe that finishes after the deletion
- *   reports nothing.
+ *   reports nothing;
+ * - a probe keeps no connection open: it takes an idle one the proxy keeps
+ *   warm, else opens one that closes after the answer. A kept TLS
+ *   connection costs about 100 KB of RSS, so one per cluster would make
+ *   memory grow with the cluster count; the rate limit bounds what the
+ *   handshakes cost instead (about 0.7 ms of CPU each, measured).
  * Until its first probe a cluster is neither healthy nor unhealthy but
  * unknown (precedence.ts), which --reject-unhealthy does not reject.
  */
+
+import type { Agent } from 'node:http';
 import type { ClusterEvent, ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
 import type { ConnectionPools } from '../proxy/pool.ts';
 
@@ -73,8 +80,10 @@ export class HealthProber {
   readonly #jitter: number;
   readonly #tickMs: number;
   readonly #schedules = new Map<string, Schedule>();
-  readonly #queue: Schedule[] = [];
+  #queue: Schedule[] = [];
   #queueHead = 0;
+  /** Queued entries of clusters deleted since the queue was last compacted. */
+  #deadQueued = 0;
   #inflight = 0;
   /** Rate limit: probes started in the current one-second window. */
   #windowStart = 0;
@@ -159,20 +168,30 @@ export class HealthProber {
   }
 
   #forget(name: string): void {
-    if (!this.#schedules.delete(name)) return;
-    // A queued entry stays in the queue; #pump skips it because it is no longer scheduled.
+    const s = this.#schedules.get(name);
+    if (!s) return;
+    this.#schedules.delete(name);
     if (!this.#o.sharedPools) this.#o.pools.forget(name);
+    // A queued entry is skipped by #pump; when many are (a mass deletion behind a rate-limited
+    // queue), drop them now rather than keep their targets (credentials included) until their turn.
+    if (s.busy && ++this.#deadQueued > 1024 && this.#deadQueued * 2 > this.#queue.length - this.#queueHead) {
+      this.#queue = this.#queue.slice(this.#queueHead).filter((q) => this.#schedules.get(q.name) === q);
+      this.#queueHead = 0;
+      this.#deadQueued = 0;
+    }
   }
 
   #pump(): void {
     while (this.#inflight < this.#concurrency && this.#queueHead < this.#queue.length) {
-      if (!this.#takeRateToken()) return;
-      const s = this.#queue[this.#queueHead++] as Schedule;
+      const s = this.#queue[this.#queueHead] as Schedule;
+      const live = this.#schedules.get(s.name) === s; // else deleted while queued: dropped, no token spent
+      if (live && !this.#takeRateToken()) return;
+      this.#queueHead++;
       if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
         this.#queue.splice(0, this.#queueHead);
         this.#queueHead = 0;
       }
-      if (this.#schedules.get(s.name) !== s) continue; // deleted while queued
+      if (!live) continue;
       this.#inflight++;
       void this.#run(s).finally(() => {
         this.#inflight--;
@@ -209,7 +228,13 @@ export class HealthProber {
 
   async #run(s: Schedule): Promise<void> {
     const target = this.#o.get?.(s.name) ?? s.target;
-    const health = await this.probe(target);
+    let health: ClusterHealth;
+    try {
+      health = await this.probe(target);
+    } catch (err) {
+      // A bug, not the cluster's state; still a result, so the cluster keeps its place in the schedule.
+      health = { healthy: false, reason: `probe failed: ${(err as Error).message}` };
+    }
     if (this.#stopped || this.#schedules.get(s.name) !== s) return; // deleted meanwhile: report nothing
     const interval = this.#o.intervalMs;
     // The first probe of a cluster places it at a random point of the interval; later ones keep their place ± jitter.
@@ -241,6 +266,9 @@ export class HealthProber {
         'user-agent': this.#o.userAgent ?? 'cluster-gateway',
       };
       if (upstream.authorization) headers.authorization = upstream.authorization;
+      // A connection kept for every cluster costs about 100 KB of RSS each (docs/benchmarks.md, "Scale"):
+      // a probe reuses one the proxy keeps warm, and otherwise opens one just for itself and closes it.
+      if (!hasIdleSocket(upstream.agent)) headers.connection = 'close';
       const req = upstream.request(
         {
           agent: upstream.agent,
@@ -273,4 +301,10 @@ export class HealthProber {
       req.end();
     });
   }
+}
+
+/** Whether the agent holds an idle keep-alive connection a probe can take. */
+function hasIdleSocket(agent: Agent): boolean {
+  for (const list of Object.values(agent.freeSockets)) if (list?.length) return true;
+  return false;
 }

@@ -14,7 +14,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
-import type { ClusterTarget, Endpoint } from '../clusters/cluster.ts';
+import type { ClusterTarget, Endpoint, TunnelEndpoint } from '../clusters/cluster.ts';
 import { connectThroughProxy, parseProxyUrl } from './egress.ts';
 import { authorizationFor } from './headers.ts';
 import { basePathOf } from './path.ts';
@@ -70,7 +70,7 @@ export interface ConnectionPools {
 interface Entry {
   upstream: Upstream;
   /** Tunnel endpoints: the latest dial(), so a reconnected agent tunnel is used at once. */
-  tunnel?: { dial: () => Promise<Duplex> };
+  tunnel?: { dial: TunnelEndpoint['dial'] };
 }
 
 type Dial = () => Promise<Duplex>;
@@ -99,10 +99,28 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       authorization: authorizationFor(credential),
     };
 
+    if (endpoint.type === 'ClusterProxy' && endpoint.trustModel === 'no-credential') {
+      // The agent serves HTTP on these streams and authenticates itself (shared/tunnel/protocol.ts):
+      // no TLS and no credential from here; the caller's identity goes as Impersonate-* (routes.ts).
+      const tunnel = { dial: endpoint.dial };
+      const agent = new http.Agent(base);
+      dialWith(agent, () => tunnel.dial('impersonate'), false, connectTimeoutMs);
+      const upstream: Upstream = {
+        cluster: target.name,
+        key: target.connectionKey,
+        agent,
+        request: http.request,
+        hostname: endpoint.serverName,
+        port: 80,
+        basePath: '',
+        hostHeader: endpoint.serverName,
+      };
+      return { upstream, tunnel };
+    }
     if (endpoint.type === 'ClusterProxy') {
       const tunnel = { dial: endpoint.dial };
       const agent = new https.Agent({ ...tlsOptions, servername: endpoint.serverName });
-      dialWith(agent, () => tunnel.dial(), true, connectTimeoutMs);
+      dialWith(agent, () => tunnel.dial('relay'), true, connectTimeoutMs);
       const upstream: Upstream = {
         ...common,
         agent,

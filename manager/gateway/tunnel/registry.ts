@@ -14,11 +14,17 @@ import type { CloseReason, TunnelSession } from './session.ts';
 export const tunnelServerName = 'kubernetes.default.svc';
 
 export interface TunnelSink {
-  setTunnel(cluster: string, endpoint: TunnelEndpoint | undefined): void;
+  setTunnel(
+    cluster: string,
+    endpoint: TunnelEndpoint | undefined,
+    info?: { connectedAt?: Date; replica?: string },
+  ): void;
 }
 
 export interface TunnelRegistryOptions {
   sink: TunnelSink;
+  /** This gateway replica's name (its pod name), shown as the holder of its tunnels. */
+  replica?: string;
   /** How long a replaced or shut-down tunnel may keep its open streams. */
   drainGraceMs?: number;
   onConnected?: (session: TunnelSession) => void;
@@ -48,12 +54,19 @@ export class TunnelRegistry {
     const { cluster } = session;
     const previous = this.#sessions.get(cluster);
     this.#sessions.set(cluster, session);
-    this.#options.sink.setTunnel(cluster, {
-      type: 'ClusterProxy',
-      serverName: tunnelServerName,
-      insecure: false,
-      dial: () => session.dial(),
-    });
+    this.#options.sink.setTunnel(
+      cluster,
+      {
+        type: 'ClusterProxy',
+        serverName: tunnelServerName,
+        insecure: false,
+        dial: (kind) => session.dial(kind),
+      },
+      {
+        connectedAt: session.connectedAt,
+        ...(this.#options.replica ? { replica: this.#options.replica } : {}),
+      },
+    );
     this.#options.onConnected?.(session);
     if (previous) {
       this.#draining.add(previous);

@@ -9,11 +9,14 @@ import http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { keepAlive } from '../../../shared/tunnel/keepalive.ts';
 import {
+  asSocket,
   connectionWindowBytes,
   defaultKeepalive,
   streamWindowBytes,
+  type TunnelStreamKind,
   tunnelConnectAuthority,
   tunnelErrorHeader,
+  tunnelStreamHeader,
 } from '../../../shared/tunnel/protocol.ts';
 
 export interface TunnelSessionOptions {
@@ -117,8 +120,11 @@ export class TunnelSession {
     return { received: this.#socket.bytesRead ?? 0, sent: this.#socket.bytesWritten ?? 0 };
   }
 
-  /** One raw byte stream to the cluster's kube-apiserver. */
-  dial(): Promise<Duplex> {
+  /**
+   * One stream to the cluster: `relay` is a raw byte stream to its kube-apiserver (the gateway runs
+   * TLS inside it); `impersonate` is plain HTTP that the agent serves with its own credential.
+   */
+  dial(kind: TunnelStreamKind = 'relay'): Promise<Duplex> {
     if (!this.usable) {
       return Promise.reject(new Error(`the tunnel of cluster "${this.cluster}" is closing`));
     }
@@ -126,7 +132,11 @@ export class TunnelSession {
       let stream: http2.ClientHttp2Stream;
       try {
         stream = this.#session.request(
-          { ':method': 'CONNECT', ':authority': tunnelConnectAuthority },
+          {
+            ':method': 'CONNECT',
+            ':authority': tunnelConnectAuthority,
+            ...(kind === 'relay' ? {} : { [tunnelStreamHeader]: kind }),
+          },
           { endStream: false },
         );
       } catch (err) {
@@ -155,13 +165,16 @@ export class TunnelSession {
         if (status !== 200) {
           const cause = headers[tunnelErrorHeader];
           fail(
-            `the agent of cluster "${this.cluster}" could not reach its kube-apiserver${cause ? `: ${String(cause)}` : ` (status ${status})`}`,
+            status === 403
+              ? `the agent of cluster "${this.cluster}" refused the stream: ${cause ? String(cause) : 'forbidden'}`
+              : `the agent of cluster "${this.cluster}" could not reach its kube-apiserver${cause ? `: ${String(cause)}` : ` (status ${status})`}`,
           );
           return;
         }
         settled = true;
         clearTimeout(timer);
-        resolve(stream);
+        // An impersonation stream carries plain HTTP/1.1: see asSocket for why it is wrapped.
+        resolve(kind === 'impersonate' ? asSocket(stream) : stream);
       });
       stream.once('error', (err) =>
         fail(`tunnel stream of cluster "${this.cluster}" failed: ${err.message}`),

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { KubeObject } from '../../../shared/kube/client.ts';
+import { defineAddon } from '../addon.ts';
+import type { ManagedClusterAddOn } from '../resources.ts';
+import {
+  agentManifests,
+  hubCredentialServiceAccount,
+  impersonationClusterRoleName,
+  impersonationRules,
+} from './agent-manifests.ts';
+import { agentValues, InvalidConfigError, valuesHash } from './deployment-config.ts';
+
+const addon = defineAddon({
+  addonName: 'cluster-gateway',
+  displayName: 'Cluster Gateway',
+  description: 'd',
+  agentImage: 'quay.io/oam/cluster-gateway-ts:1.0',
+  agentInstallNamespace: 'open-cluster-management-agent-addon',
+  namespace: 'cg-system',
+  healthMode: 'Customized',
+  installPlacements: [],
+  credentialNamespace: 'creds',
+});
+const mca: ManagedClusterAddOn = { metadata: { name: 'cluster-gateway', namespace: 'c1', uid: 'u' } };
+const withModel = (value: string, extra: { name: string; value: string }[] = []) =>
+  agentValues(addon, mca, { customizedVariables: [{ name: 'TUNNEL_TRUST_MODEL', value }, ...extra] });
+
+// biome-ignore lint/suspicious/noExplicitAny: the test reads deep fields of rendered manifests
+type Obj = KubeObject & Record<string, any>;
+const byKind = (objects: KubeObject[], kind: string) => objects.filter((o) => o.kind === kind) as Obj[];
+const args = (objects: KubeObject[]): string[] =>
+  (byKind(objects, 'Deployment')[0]?.spec.template.spec.containers[0].args ?? []) as string[];
+
+describe('tunnel trust model in the agent manifests', () => {
+  test('no model: no ClusterRole, no second ServiceAccount, no trust flags, the same values hash as before', () => {
+    const values = agentValues(addon, mca, undefined);
+    assert.equal(values.tunnel, undefined);
+    const objects = agentManifests(addon, 'c1', values);
+    assert.deepEqual(byKind(objects, 'ClusterRole'), []);
+    assert.deepEqual(byKind(objects, 'ClusterRoleBinding'), []);
+    assert.equal(byKind(objects, 'ServiceAccount').length, 1);
+    assert.ok(!args(objects).some((a) => a.startsWith('--trust-model')));
+    assert.equal(valuesHash(values), valuesHash(agentValues(addon, mca, { customizedVariables: [] })));
+  });
+
+  test('NoCredential: the agent may impersonate users, groups and uids, and nothing else', () => {
+    const objects = agentManifests(addon, 'c1', withModel('NoCredential'));
+    const [role] = byKind(objects, 'ClusterRole');
+    assert.equal(role?.metadata?.name, impersonationClusterRoleName(addon));
+    assert.deepEqual(role?.rules, impersonationRules);
+    assert.deepEqual(
+      role?.rules.flatMap((r: { resources: string[] }) => r.resources),
+      ['users', 'groups', 'uids'],
+    );
+    assert.ok(role?.rules.every((r: { verbs: string[] }) => r.verbs.join() === 'impersonate'));
+    const [binding] = byKind(objects, 'ClusterRoleBinding');
+    assert.deepEqual(binding?.subjects, [
+      {
+        kind: 'ServiceAccount',
+        name: 'cluster-gateway-agent',
+        namespace: 'open-cluster-management-agent-addon',
+      },
+    ]);
+    assert.deepEqual(args(objects).slice(-2), [
+      '--trust-model=no-credential',
+      '--hub-credential-namespace=creds',
+    ]);
+    // Its namespaced Role is unchanged: the Lease only.
+    assert.equal(byKind(objects, 'Role')[0]?.rules.length, 2);
+  });
+
+  test('HubCredential: a ServiceAccount bound to the configured ClusterRole; the agent may only request its tokens', () => {
+    const objects = agentManifests(
+      addon,
+      'c1',
+      withModel('HubCredential', [{ name: 'HUB_CREDENTIAL_CLUSTER_ROLE', value: 'view' }]),
+    );
+    const sa = hubCredentialServiceAccount(addon);
+    assert.deepEqual(
+      byKind(objects, 'ServiceAccount').map((o) => o.metadata?.name),
+      ['cluster-gateway-agent', sa],
+    );
+    const [binding] = byKind(objects, 'ClusterRoleBinding');
+    assert.deepEqual(binding?.roleRef, {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: 'view',
+    });
+    assert.deepEqual(binding?.subjects, [
+      { kind: 'ServiceAccount', name: sa, namespace: 'open-cluster-management-agent-addon' },
+    ]);
+    assert.deepEqual(byKind(objects, 'ClusterRole'), [], 'the agent itself gets no ClusterRole');
+    assert.deepEqual(byKind(objects, 'Role')[0]?.rules.at(-1), {
+      apiGroups: [''],
+      resources: ['serviceaccounts/token'],
+      resourceNames: [sa],
+      verbs: ['create'],
+    });
+    assert.deepEqual(args(objects).slice(-3), [
+      '--trust-model=hub-credential',
+      '--hub-credential-namespace=creds',
+      `--hub-credential-service-account=${sa}`,
+    ]);
+    const byDefault = agentManifests(addon, 'c1', withModel('HubCredential'));
+    assert.equal(byKind(byDefault, 'ClusterRoleBinding')[0]?.roleRef.name, 'cluster-admin');
+  });
+
+  test('bad values say what to fix; a changed model changes the values hash (the agent rolls out)', () => {
+    assert.throws(
+      () => withModel('Impersonate'),
+      (err: Error) =>
+        err instanceof InvalidConfigError &&
+        /TUNNEL_TRUST_MODEL "Impersonate" is not HubCredential or NoCredential/.test(err.message),
+    );
+    assert.throws(
+      () => withModel('HubCredential', [{ name: 'HUB_CREDENTIAL_CLUSTER_ROLE', value: 'Not A Role' }]),
+      /HUB_CREDENTIAL_CLUSTER_ROLE "Not A Role" is not a ClusterRole name/,
+    );
+    assert.notEqual(valuesHash(withModel('HubCredential')), valuesHash(withModel('NoCredential')));
+    assert.deepEqual(withModel('NoCredential').ignoredVariables, []);
+  });
+});
