@@ -86,6 +86,24 @@ test('rewritePaths only rewrites whole path prefixes', () => {
   assert.equal(rewritePaths('/other/etc/hub', mounts, {}), '/other/etc/hub');
 });
 
+test('rewritePaths rewrites each path once, even when a result starts with another mount path', () => {
+  // A repository under /tmp and an emptyDir mounted at /tmp: the rewritten TLS path must not be rewritten again.
+  const mounts = [
+    { mountPath: '/var/run/tls', localPath: '/tmp/repo/pods/gw/volumes/tls' },
+    { mountPath: '/tmp', localPath: '/tmp/repo/pods/gw/volumes/tmp' },
+  ];
+  const pathMap = { '/app': '/tmp/repo' };
+  assert.equal(
+    rewritePaths('--tls-cert-file=/var/run/tls/tls.crt', mounts, pathMap),
+    '--tls-cert-file=/tmp/repo/pods/gw/volumes/tls/tls.crt',
+  );
+  assert.equal(
+    rewritePaths('/app/manager/gateway/main.ts', mounts, pathMap),
+    '/tmp/repo/manager/gateway/main.ts',
+  );
+  assert.equal(rewritePaths('/tmp/scratch', mounts, pathMap), '/tmp/repo/pods/gw/volumes/tmp/scratch');
+});
+
 test('the template hash changes with the template only', () => {
   const copy = structuredClone(template);
   assert.equal(templateHash(copy), templateHash(template));

@@ -141,23 +141,30 @@ export function rewritePorts(value: string, ports: Map<number, number>): string 
   return port === undefined ? value : `${m?.[1] ?? ''}${port}`;
 }
 
-/** Replaces mount paths and mapped image paths at the start of any path-like token. */
+/**
+ * Replaces mount paths and mapped image paths at the start of any path-like token, in one pass: each token
+ * is rewritten once, by the first prefix that matches (mounts, longest first, then image paths). Rewriting
+ * prefix by prefix rewrote results again: with an emptyDir at /tmp and a repository under /tmp, a mount
+ * already rewritten to /tmp/<repo>/.../volumes/tls became .../volumes/tmp/<repo>/.../volumes/tls.
+ */
 export function rewritePaths(
   value: string,
   mounts: { mountPath: string; localPath: string }[],
   pathMap: Record<string, string>,
 ): string {
   const prefixes = [
-    ...mounts.map((m) => [m.mountPath, m.localPath] as const),
-    ...Object.entries(pathMap).sort((a, b) => b[0].length - a[0].length),
+    ...mounts.map((m) => [m.mountPath.replace(/\/$/, ''), m.localPath] as const),
+    ...Object.entries(pathMap)
+      .sort((a, b) => b[0].length - a[0].length)
+      .map(([from, to]) => [from.replace(/\/$/, ''), to] as const),
   ];
-  let out = value;
-  for (const [from, to] of prefixes) {
-    // A path starts the value or follows '=' or ',' (flags like --kubeconfig=/etc/hub/kubeconfig).
-    const pattern = new RegExp(`(^|[=,:])${escapeRegExp(from.replace(/\/$/, ''))}(?=/|$|,)`, 'g');
-    out = out.replace(pattern, (_m, lead: string) => `${lead}${to}`);
-  }
-  return out;
+  if (prefixes.length === 0) return value;
+  const targets = new Map<string, string>();
+  for (const [from, to] of prefixes) if (!targets.has(from)) targets.set(from, to);
+  // A path starts the value or follows '=', ',' or ':' (flags like --kubeconfig=/etc/hub/kubeconfig).
+  const alternatives = [...targets.keys()].map(escapeRegExp).join('|');
+  const pattern = new RegExp(`(^|[=,:])(${alternatives})(?=/|$|,)`, 'g');
+  return value.replace(pattern, (_m, lead: string, from: string) => `${lead}${targets.get(from)}`);
 }
 
 function envValue(v: EnvVar, pod: PodIdentity, objects: ResolvedObjects): string | undefined {
