@@ -10,8 +10,9 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
-import { waitForConditions } from '../hack/localenv/wait.ts';
+import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
+import { StatusError } from '../shared/kube/status.ts';
 import { createCertificateAuthority } from '../shared/pki.ts';
 import { hubClient } from './support/environment.ts';
 
@@ -99,7 +100,19 @@ test('the aggregator marks the APIService available and routes requests to the l
   await waitForConditions(hub, `/apis/apiregistration.k8s.io/v1/apiservices/v1.${group}`, ['Available'], {
     timeoutMs: 60_000,
   });
-  const list = await hub.get<{ items: { metadata: { name: string } }[] }>(`/apis/${group}/v1/things`);
+  // Available is the aggregator's availability controller speaking; the proxy handler of a new group is
+  // installed by another controller, and was seen answering 503 for a few milliseconds after Available.
+  const list = await waitFor(
+    `the aggregator to route /apis/${group}/v1/things`,
+    () =>
+      hub
+        .get<{ items: { metadata: { name: string } }[] }>(`/apis/${group}/v1/things`)
+        .catch((err: unknown) => {
+          if (err instanceof StatusError && (err.code === 503 || err.code === 404)) return undefined;
+          throw err;
+        }),
+    { timeoutMs: 10_000, intervalMs: 100 },
+  );
   assert.deepEqual(
     list.items.map((i) => i.metadata.name),
     ['local'],
