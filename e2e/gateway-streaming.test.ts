@@ -8,11 +8,11 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { binaryPath } from '../hack/localenv/binaries.ts';
-import { freePort } from '../hack/localenv/ports.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
 import { managedClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
+import { portForwardPing } from './support/port-forward.ts';
 import { type StandIn, startStandIn } from './support/stand-in.ts';
 import { proxyKubeconfig } from './support/users.ts';
 
@@ -104,46 +104,10 @@ for (const protocol of ['websocket', 'spdy'] as const) {
 for (const protocol of ['websocket', 'spdy'] as const) {
   test(`kubectl port-forward through the gateway (${protocol})`, async () => {
     const before = await upgradeCount(protocol);
-    const localPort = await freePort();
-    const child = spawn(
-      binaryPath('kubectl'),
-      [`--kubeconfig=${kc}`, 'port-forward', `pod/${standIn.pod.name}`, `${localPort}:8080`],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, KUBECTL_PORT_FORWARD_WEBSOCKETS: protocol === 'websocket' ? 'true' : 'false' },
-      },
-    );
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      output += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      output += c;
-    });
-    try {
-      await waitFor('port-forward to listen', () => output.includes('Forwarding from'), {
-        timeoutMs: 30_000,
-      });
-      const reply = await new Promise<string>((resolve, reject) => {
-        const socket = net.connect(localPort, '127.0.0.1');
-        let data = '';
-        socket.setEncoding('utf8');
-        socket.on('data', (chunk: string) => {
-          data += chunk;
-          if (data.includes('ping')) {
-            socket.end();
-            resolve(data);
-          }
-        });
-        socket.on('error', reject);
-        socket.write('ping\n');
-      });
-      assert.match(reply, /hello from the pod/);
-      assert.match(reply, /ping/);
-      assert.ok((await upgradeCount(protocol)) > before, `the gateway proxied a ${protocol} upgrade`);
-    } finally {
-      child.kill('SIGINT');
-    }
+    const reply = await portForwardPing(kc, standIn.pod.name, protocol === 'websocket');
+    assert.match(reply, /hello from the pod/);
+    assert.match(reply, /ping/);
+    assert.ok((await upgradeCount(protocol)) > before, `the gateway proxied a ${protocol} upgrade`);
   });
 }
 

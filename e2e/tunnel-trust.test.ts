@@ -20,7 +20,6 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { AttachRefusedError, requestAttach } from '../agent/tunnel/attach-request.ts';
 import { binaryPath } from '../hack/localenv/binaries.ts';
-import { freePort } from '../hack/localenv/ports.ts';
 import { Supervisor } from '../hack/localenv/supervisor.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
@@ -29,6 +28,7 @@ import { StatusError } from '../shared/kube/status.ts';
 import { credentialNamespace, secretPath } from './support/credentials.ts';
 import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
 import { kubectl } from './support/kubectl.ts';
+import { portForwardPing } from './support/port-forward.ts';
 import { grantOnHub, hubUser, revokeOnHub } from './support/rbac.ts';
 import { type StandIn, startStandIn } from './support/stand-in.ts';
 import {
@@ -251,45 +251,12 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
         assert.match(refused.stderr, /User "bob" cannot (get|create) resource "pods/, refused.stderr);
       }
       for (const websockets of ['true', 'false']) {
-        const localPort = await freePort();
-        const child = spawn(
-          binaryPath('kubectl'),
-          [`--kubeconfig=${alice}`, 'port-forward', `pod/${standIn.pod.name}`, `${localPort}:8080`],
-          { env: { ...process.env, KUBECTL_PORT_FORWARD_WEBSOCKETS: websockets } },
+        const reply = await portForwardPing(alice, standIn.pod.name, websockets === 'true');
+        assert.match(
+          reply,
+          /hello from behind the tunnel/,
+          `port-forward as alice, websockets=${websockets}`,
         );
-        let output = '';
-        child.stdout.setEncoding('utf8').on('data', (c: string) => {
-          output += c;
-        });
-        child.stderr.setEncoding('utf8').on('data', (c: string) => {
-          output += c;
-        });
-        try {
-          await waitFor('port-forward to listen', () => output.includes('Forwarding from'), {
-            timeoutMs: 30_000,
-          });
-          const reply = await new Promise<string>((resolve, reject) => {
-            const socket = net.connect(localPort, '127.0.0.1');
-            let data = '';
-            socket.setEncoding('utf8');
-            socket.on('data', (chunk: string) => {
-              data += chunk;
-              if (data.includes('ping')) {
-                socket.end();
-                resolve(data);
-              }
-            });
-            socket.on('error', reject);
-            socket.write('ping\n');
-          });
-          assert.match(
-            reply,
-            /hello from behind the tunnel/,
-            `port-forward as alice, websockets=${websockets}`,
-          );
-        } finally {
-          child.kill('SIGINT');
-        }
       }
     });
 

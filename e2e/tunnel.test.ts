@@ -20,7 +20,6 @@ import { AttachRefusedError, requestAttach } from '../agent/tunnel/attach-reques
 import { TunnelMetrics } from '../agent/tunnel/metrics.ts';
 import { Relay } from '../agent/tunnel/relay.ts';
 import { binaryPath } from '../hack/localenv/binaries.ts';
-import { freePort } from '../hack/localenv/ports.ts';
 import { Supervisor } from '../hack/localenv/supervisor.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import { addonAgentSubject } from '../manager/addon/registration/subject.ts';
@@ -30,6 +29,7 @@ import { applyClusterSecret, gatewayToken, secretPath } from './support/credenti
 import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
 import { kubectl } from './support/kubectl.ts';
+import { portForwardPing } from './support/port-forward.ts';
 import { grantOnHub, hubGroup, hubUser, revokeOnHub } from './support/rbac.ts';
 import { type StandIn, startStandIn } from './support/stand-in.ts';
 import {
@@ -226,46 +226,13 @@ describe('agent tunnel through the hub kube-apiserver', { concurrency: false }, 
     assert.ok(standIn, 'the exec test started the stand-in kubelet');
     const kc = await proxyKubeconfig(cluster);
     for (const websockets of ['true', 'false']) {
-      const localPort = await freePort();
-      const child = spawn(
-        binaryPath('kubectl'),
-        [`--kubeconfig=${kc}`, 'port-forward', `pod/${standIn.pod.name}`, `${localPort}:8080`],
-        { env: { ...process.env, KUBECTL_PORT_FORWARD_WEBSOCKETS: websockets } },
+      const reply = await portForwardPing(kc, standIn.pod.name, websockets === 'true');
+      assert.match(
+        reply,
+        /hello from behind the tunnel/,
+        `port-forward, KUBECTL_PORT_FORWARD_WEBSOCKETS=${websockets}`,
       );
-      let output = '';
-      child.stdout.setEncoding('utf8').on('data', (c: string) => {
-        output += c;
-      });
-      child.stderr.setEncoding('utf8').on('data', (c: string) => {
-        output += c;
-      });
-      try {
-        await waitFor('port-forward to listen', () => output.includes('Forwarding from'), {
-          timeoutMs: 30_000,
-        });
-        const reply = await new Promise<string>((resolve, reject) => {
-          const socket = net.connect(localPort, '127.0.0.1');
-          let data = '';
-          socket.setEncoding('utf8');
-          socket.on('data', (chunk: string) => {
-            data += chunk;
-            if (data.includes('ping')) {
-              socket.end();
-              resolve(data);
-            }
-          });
-          socket.on('error', reject);
-          socket.write('ping\n');
-        });
-        assert.match(
-          reply,
-          /hello from behind the tunnel/,
-          `port-forward, KUBECTL_PORT_FORWARD_WEBSOCKETS=${websockets}`,
-        );
-        assert.match(reply, /ping/);
-      } finally {
-        child.kill('SIGINT');
-      }
+      assert.match(reply, /ping/);
     }
   });
 
