@@ -22,6 +22,7 @@ export interface AuditEvent {
     apiVersion?: string;
     subresource?: string;
   };
+  requestReceivedTimestamp: string;
   responseStatus?: { code?: number };
   requestObject?: Record<string, unknown>;
   responseObject?: Record<string, unknown>;
