@@ -82,3 +82,23 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   await client.get('/api/v1/namespaces/a');
   assert.deepEqual(seen.slice(2), ['Bearer token-1', 'Bearer token-2']);
 });
+
+test('a server that never answers: request() gives up after its timeout with an error naming the request', async () => {
+  const ca = await createCertificateAuthority('client-timeout-ca');
+  const serving = await ca.issue({ commonName: 'localhost', ipAddresses: ['127.0.0.1'], usage: 'server' });
+  // Accepts, reads the request, and never writes: a frozen apiserver or a half-open connection.
+  const server = https.createServer({ ...serving }, () => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  after(() => server.closeAllConnections());
+  after(() => server.close());
+  const { port } = server.address() as AddressInfo;
+  const client = KubeClient.fromConnection(`https://127.0.0.1:${port}`, { ca: ca.cert });
+  const started = Date.now();
+  await assert.rejects(
+    client.request('GET', '/api/v1/namespaces', { timeoutMs: 300 }),
+    /GET \/api\/v1\/namespaces: no complete answer from https:\/\/127\.0\.0\.1:\d+ within 0\.3 s/,
+  );
+  const waited = Date.now() - started;
+  assert.ok(waited >= 300 && waited < 5000, `gave up after ${waited} ms`);
+  client.close();
+});

@@ -41,7 +41,18 @@ export interface RequestOptions {
   contentType?: string;
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  /** For request(): give up after this long without the whole answer (default requestTimeoutMs). */
+  timeoutMs?: number;
 }
+
+/**
+ * How long request() waits for a whole answer. The kube-apiserver ends any
+ * request that is not long-running after 60 s (--request-timeout), so past
+ * this only a dead connection (a half-open socket after a network change, a
+ * frozen apiserver) is waited on; without a bound a controller's queue would
+ * hang on it forever. Watches and raw streams (watch(), send()) have none.
+ */
+export const requestTimeoutMs = 75_000;
 
 export class KubeClient {
   readonly server: URL;
@@ -74,8 +85,25 @@ export class KubeClient {
   }
 
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const res = await this.#send(method, path, options);
-    const text = await readAll(res);
+    const timeoutMs = options.timeoutMs ?? requestTimeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    let res: import('node:http').IncomingMessage;
+    let text: string;
+    try {
+      res = await this.#send(method, path, { ...options, signal });
+      text = await readAll(res);
+    } catch (err) {
+      if (timeout.aborted && !options.signal?.aborted) {
+        throw new Error(
+          `${method} ${path}: no complete answer from ${this.server.origin} within ${timeoutMs / 1000} s`,
+          {
+            cause: err,
+          },
+        );
+      }
+      throw err;
+    }
     const status = res.statusCode ?? 0;
     if (status >= 400) throw StatusError.fromResponse(status, text, `${method} ${path}`);
     if (!text) return undefined as T;
