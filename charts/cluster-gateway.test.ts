@@ -123,6 +123,9 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
     assert.deepEqual(options.webhookTarget, { service: managerName });
     assert.equal(options.gateway.enabled, true);
     assert.equal(options.gateway.replicas, 2);
+    assert.equal(options.gateway.caValiditySeconds, 5 * 365 * 86400);
+    assert.equal(options.gateway.certificateValiditySeconds, 90 * 86400);
+    assert.equal(options.gateway.rotationSchedule, '', 'rotate as soon as due');
     assert.equal(options.gateway.image, container.image, 'one image for the manager, the gateway, the agent');
     assert.equal(options.agentImage, container.image);
     assert.deepEqual(options.gateway.args, [
@@ -168,9 +171,17 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
         'gateway.extraArgs={--authorize-proxy-subpath=true}',
         'gateway.resources.limits.memory=1Gi',
         'addon.deploymentConfig.agentLogLevel=debug',
+        'gateway.certificate.caValiditySeconds=120',
+        'gateway.certificate.validitySeconds=60',
       ].join(','),
+      // Its own --set: a cron expression may hold commas, which separate --set values.
+      '--set',
+      'gateway.certificate.rotationSchedule=0 2 * * 6',
     );
     const options = managerOptions(objects);
+    assert.equal(options.gateway.caValiditySeconds, 120);
+    assert.equal(options.gateway.certificateValiditySeconds, 60);
+    assert.equal(options.gateway.rotationSchedule, '0 2 * * 6', 'the maintenance window, as one argument');
     const image = 'registry.example.com/mirror/cg:1.2.3';
     assert.equal(options.agentImage, image);
     assert.equal(options.gateway.image, image);
@@ -315,7 +326,8 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
       ['gateway.extraArgs={debug}', /at '\/gateway\/extraArgs\/0'/],
       ['manager.webhook.url=http://x', /at '\/manager\/webhook\/url'/],
       ['image.pullPolicy=Sometimes', /at '\/image\/pullPolicy'/],
-      ['gateway.certificate.validitySeconds=60', /at '\/gateway\/certificate\/validitySeconds'/],
+      ['gateway.certificate.validitySeconds=59', /at '\/gateway\/certificate\/validitySeconds'/],
+      ['gateway.certificate.rotationSchedule=daily', /at '\/gateway\/certificate\/rotationSchedule'/],
     ];
     for (const [set, message] of cases) assert.match(await refused('--set', set), message, set);
   });
@@ -332,6 +344,13 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
     assert.match(
       await refused('--set', 'gateway.serviceExternalName=localhost'),
       /gateway.serviceExternalName needs gateway.hostPort/,
+    );
+    assert.match(
+      await refused(
+        '--set',
+        'gateway.certificate.caValiditySeconds=3600,gateway.certificate.validitySeconds=7200',
+      ),
+      /gateway.certificate.validitySeconds \(7200\) must not be longer than gateway.certificate.caValiditySeconds \(3600\)/,
     );
   });
 });

@@ -5,6 +5,7 @@
  * Deployment the manager made, its APIService registered only once it
  * serves; `clusteradm addon enable`, AVAILABLE True, `kubectl get
  * clustergateways` and a proxied request; drift repaired; `helm upgrade`;
+ * certificate rotations forced by test validities under continuous traffic;
  * `helm uninstall` removing the APIService before the gateway.
  *
  * The environment runs its own gateway behind the same APIService
@@ -20,10 +21,12 @@
  * which then prove the environment was left intact.
  */
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import tls from 'node:tls';
 import { type AddonCluster, type LocalAddon, startPodRunners } from '../hack/localenv/addon.ts';
 import { imagePrefix } from '../hack/localenv/addon-manager.ts';
 import { freePort } from '../hack/localenv/ports.ts';
@@ -60,6 +63,7 @@ type ApiService = KubeObject & {
   status?: { conditions?: Condition[] };
 };
 type Deployment = KubeObject & { status?: { availableReplicas?: number } };
+type TlsSecret = KubeObject & { data?: Record<string, string> };
 type Mca = KubeObject & { metadata: { namespace: string }; status?: { conditions?: Condition[] } };
 
 let hub: KubeClient;
@@ -520,6 +524,183 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     );
   });
 
+  test('certificate rotation with test validities (CA 120 s, serving 60 s): no failed request, both CAs trusted across the switch', async () => {
+    // Sequence after the upgrade lowers the validities: the 5-year CA is rotated at once (lowered validity),
+    // the serving certificate 38 s later (a third of its 66 s life left: 60 s plus a 6 s backdate), the CA
+    // 76 s after its issue (a third of 132 s), the old CA staying in the caBundle until it expires.
+    const tlsSecretPath = `/api/v1/namespaces/${namespace}/secrets/${gatewayName}-tls`;
+    const secrets = recordWatch<TlsSecret>(
+      hub,
+      `/api/v1/namespaces/${namespace}/secrets?fieldSelector=metadata.name=${gatewayName}-tls`,
+    );
+    await secrets.ready;
+    const initial = pemsOf(await hub.get<TlsSecret>(tlsSecretPath));
+    const proxiedBefore = await proxiedByInstalledGateway('cluster1');
+    const started = Date.now();
+    const stop = new AbortController();
+    const requests = { sent: 0, ok: 0, failed: [] as string[] };
+    const stamp = () => `${seconds(Date.now() - started)} s`;
+
+    // Requests through the hub's kube-aggregator to the installed gateway and on to cluster1, back to back.
+    const proxiedPath =
+      '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster1/proxy/api/v1/namespaces/default';
+    const sender = async () => {
+      while (!stop.signal.aborted) {
+        requests.sent++;
+        try {
+          const obj = await hub.get(proxiedPath);
+          if (obj.kind === 'Namespace') requests.ok++;
+          else requests.failed.push(`${stamp()}: got ${obj.kind}`);
+        } catch (err) {
+          requests.failed.push(`${stamp()}: ${(err as Error).message}`);
+        }
+      }
+    };
+    // A watch through the same path, opened before the rotations: a reload must not cut open connections.
+    let watchEnded: string | undefined;
+    const watch = (async () => {
+      try {
+        for await (const _ of hub.watch(
+          '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster1/proxy/api/v1/namespaces?timeoutSeconds=900',
+          stop.signal,
+        )) {
+          // events and bookmarks: the watch is alive
+        }
+        if (!stop.signal.aborted) watchEnded = `${stamp()}: ended by the server`;
+      } catch (err) {
+        if (!stop.signal.aborted) watchEnded = `${stamp()}: ${(err as Error).message}`;
+      }
+    })();
+    // New TLS connections to the gateway, verified as the aggregator verifies them: against the APIService's
+    // caBundle of the moment and the Service's DNS name. Any failure is a request the aggregator would fail.
+    const handshakes = { checked: 0, failed: [] as string[] };
+    const served: { at: number; fingerprint: string; issuer: string }[] = [];
+    const sampler = async () => {
+      while (!stop.signal.aborted) {
+        const api = await hub.get<ApiService>(apiServicePath).catch(() => undefined);
+        const bundle = Buffer.from(api?.spec.caBundle ?? '', 'base64').toString();
+        try {
+          const peer = await gatewayCertificate(bundle);
+          handshakes.checked++;
+          const issuer =
+            certificatesOf(bundle).find((ca) => {
+              const x = new X509Certificate(ca);
+              return peer.checkIssued(x) && peer.verify(x.publicKey);
+            }) ?? '';
+          served.push({ at: Date.now(), fingerprint: peer.fingerprint256, issuer: issuer.trim() });
+        } catch (err) {
+          handshakes.failed.push(`${stamp()}: ${(err as Error).message}`);
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    };
+    const running = [sender(), sender(), sender(), sampler(), watch];
+
+    const versions = () => {
+      const seen = [initial];
+      for (const e of secrets.events) {
+        const next = pemsOf(e.object);
+        const last = seen.at(-1);
+        if (next.ca !== last?.ca || next.leaf !== last?.leaf) seen.push({ ...next, at: e.at });
+      }
+      return seen;
+    };
+    /** Each change of CA, with the version before it. */
+    const caRotations = () =>
+      versions().flatMap((rotation, i, all) => {
+        const previous = all[i - 1];
+        return previous && rotation.ca !== previous.ca ? [{ previous, rotation }] : [];
+      });
+    const servingRotations = () =>
+      versions().filter((v, i, all) => i > 0 && v.ca === all[i - 1]?.ca && v.leaf !== all[i - 1]?.leaf);
+    const fingerprintOf = (pem: string) => new X509Certificate(pem).fingerprint256;
+    try {
+      await helm(
+        'upgrade',
+        release,
+        chart,
+        '--namespace',
+        namespace,
+        // The previous test's values, so that only the manager rolls (the gateway's pod template is unchanged).
+        ...values([
+          'gateway.replicas=3',
+          'gateway.logLevel=info',
+          'gateway.healthCheck.intervalSeconds=3',
+          'gateway.certificate.caValiditySeconds=120',
+          'gateway.certificate.validitySeconds=60',
+        ]),
+      );
+      await waitFor(
+        'the CA rotated by the new validity, then a serving rotation and a CA rotation, the last served by the gateway',
+        () => {
+          const latest = versions().at(-1);
+          return (
+            caRotations().length >= 2 &&
+            servingRotations().length >= 1 &&
+            latest !== undefined &&
+            served.some((s) => s.fingerprint === fingerprintOf(latest.leaf))
+          );
+        },
+        { timeoutMs: 240_000, intervalMs: 500 },
+      );
+      // Traffic goes on for a few seconds more on the last certificate.
+      await new Promise((r) => setTimeout(r, 5_000));
+    } finally {
+      stop.abort();
+      await Promise.all(running);
+      await secrets.stop();
+    }
+    const duration = seconds(Date.now() - started);
+    const cas = caRotations();
+    const timeline = versions()
+      .slice(1)
+      .map(
+        (v, i, all) =>
+          `${v.ca !== (all[i - 1] ?? initial).ca ? 'CA' : 'serving'} at ${seconds((v.at ?? 0) - started)} s`,
+      );
+    console.log(
+      `[chart-install] rotations in ${duration} s (${timeline.join(', ')}): ${cas.length} CA (the first by the lowered validity), ` +
+        `${servingRotations().length} serving-only; ${requests.sent} requests through the aggregator, ` +
+        `${requests.failed.length} failed; ${handshakes.checked} new TLS connections to the gateway checked against ` +
+        `the caBundle, ${handshakes.failed.length} failed; ${new Set(served.map((s) => s.fingerprint)).size} ` +
+        `serving certificates seen; a watch through the gateway ${watchEnded ? `ended: ${watchEnded}` : 'open throughout'}`,
+    );
+
+    assert.deepEqual(requests.failed.slice(0, 10), [], `failed requests of ${requests.sent}`);
+    assert.deepEqual(handshakes.failed.slice(0, 10), [], 'handshakes the aggregator would have failed');
+    assert.equal(watchEnded, undefined, 'the watch opened before the rotations stays open');
+    assert.ok(requests.ok > 100, `${requests.ok} requests succeeded`);
+    assert.ok(
+      (await proxiedByInstalledGateway('cluster1')) - proxiedBefore >= requests.ok,
+      'every request went through the installed gateway',
+    );
+    assert.notEqual(versions().at(-1)?.ca, initial.ca, 'the CA changed');
+    // Each new CA was in the caBundle, next to the one before it, before the gateway served a certificate
+    // it signed: the aggregator never met a certificate it could not verify.
+    for (const [i, { previous, rotation }] of cas.entries()) {
+      const bothTrusted = apiServiceEvents.find((e) => {
+        const bundle = certificatesOf(Buffer.from(e.object.spec.caBundle ?? '', 'base64').toString());
+        return e.at >= started && bundle.includes(rotation.ca.trim()) && bundle.includes(previous.ca.trim());
+      });
+      const firstServed = served.find((s) => s.issuer === rotation.ca.trim());
+      assert.ok(bothTrusted, `CA rotation ${i + 1}: a caBundle with the new and the old CA`);
+      assert.ok(firstServed, `CA rotation ${i + 1}: the gateway served a certificate of the new CA`);
+      assert.ok(
+        bothTrusted.at <= firstServed.at,
+        `CA rotation ${i + 1}: both CAs trusted ${firstServed.at - bothTrusted.at} ms before the gateway served the new CA's certificate`,
+      );
+    }
+    // The APIService stayed Available all along (the recorder of `before` saw every change of it).
+    const unavailable = apiServiceEvents.filter(
+      (e) => e.at >= started && (e.type === 'DELETED' || !isAvailable(e.object)),
+    );
+    assert.deepEqual(
+      unavailable.map((e) => `${e.type} ${JSON.stringify(e.object.status?.conditions)}`),
+      [],
+      'APIService Available throughout',
+    );
+  });
+
   test('helm uninstall: the APIService goes first, then the gateway; hub discovery stays healthy', async () => {
     const started = Date.now();
     await helm('uninstall', release, '--namespace', namespace);
@@ -568,6 +749,39 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     }
   });
 });
+
+/** The CA and serving certificate (PEM) of the gateway's Secret. */
+function pemsOf(secret: TlsSecret): { ca: string; leaf: string; at?: number } {
+  const pem = (key: string) => Buffer.from(secret.data?.[key] ?? '', 'base64').toString();
+  return { ca: pem('ca.crt'), leaf: pem('tls.crt') };
+}
+
+/** The PEM certificates of a bundle, trimmed. */
+function certificatesOf(bundle: string): string[] {
+  return (bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map((c) =>
+    c.trim(),
+  );
+}
+
+/**
+ * The certificate the installed gateway serves a new connection, verified as the aggregator verifies it:
+ * against `caBundle`, for the gateway Service's DNS name.
+ */
+function gatewayCertificate(caBundle: string): Promise<X509Certificate> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect(
+      { host: '127.0.0.1', port: hostPort, ca: caBundle, servername: `${gatewayName}.${namespace}.svc` },
+      () => {
+        const peer = socket.getPeerX509Certificate();
+        socket.destroy();
+        if (peer) resolve(peer);
+        else reject(new Error('no peer certificate'));
+      },
+    );
+    socket.setTimeout(10_000, () => socket.destroy(new Error('TLS handshake timed out')));
+    socket.on('error', reject);
+  });
+}
 
 function sameService(a: ApiService, b: ApiService): boolean {
   return JSON.stringify(a.spec.service) === JSON.stringify(b.spec.service);

@@ -14,6 +14,8 @@ x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoPro
 
 const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const tenYears = 10 * 365 * 24 * 3600 * 1000;
+/** notBefore lies this far before now by default, for clocks behind ours. */
+const defaultBackdateMs = 3600_000;
 
 /** A certificate and its private key, both PEM. */
 export interface KeyPair {
@@ -35,17 +37,20 @@ export interface LeafOptions {
   usage: 'server' | 'client' | 'both';
   /** Validity from now (default ten years); servers that rotate their own certificates pick less. */
   validForMs?: number;
+  /** How long before now it is valid already, for clocks behind ours (default an hour). */
+  backdateMs?: number;
 }
 
 export async function createCertificateAuthority(
   commonName: string,
   validForMs: number = tenYears,
+  backdateMs: number = defaultBackdateMs,
 ): Promise<CertificateAuthority> {
   const keys = await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomSerial(),
     name: `CN=${escapeDn(commonName)}`,
-    notBefore: new Date(Date.now() - 3600_000),
+    notBefore: new Date(Date.now() - backdateMs),
     notAfter: new Date(Date.now() + validForMs),
     signingAlgorithm: algorithm,
     keys: keys as webcrypto.CryptoKeyPair,
@@ -104,7 +109,7 @@ function fromParts(
         serialNumber: randomSerial(),
         subject,
         issuer: caCert.subject,
-        notBefore: new Date(Date.now() - 3600_000),
+        notBefore: new Date(Date.now() - (options.backdateMs ?? defaultBackdateMs)),
         notAfter: new Date(Date.now() + (options.validForMs ?? tenYears)),
         signingAlgorithm: algorithm,
         publicKey: keys.publicKey as webcrypto.CryptoKey,

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { type LocalAddon, startAddon } from './addon.ts';
 import { type LocalCluster, startApiserver, startControllerManager } from './apiserver.ts';
 import { startEtcd } from './etcd.ts';
-import { type LocalGateway, startGateway } from './gateway.ts';
+import { type LocalGateway, provisionCredentials, startGateway } from './gateway.ts';
 import { joinManagedCluster, startOcmHub } from './ocm.ts';
 import { Supervisor } from './supervisor.ts';
 
@@ -23,6 +23,11 @@ export interface EnvironmentOptions {
   gateway?: boolean;
   /** Extra flags for the gateway. */
   gatewayArgs?: string[];
+  /**
+   * Without the gateway: still write the credential namespace and a credential Secret per managed
+   * cluster (gateway.ts), for a gateway installed later (`npm start` installs the chart).
+   */
+  clusterCredentials?: boolean;
   /**
    * Install the addon: process runners on every cluster and the addon manager's Deployment on the
    * hub (addon.ts). Off by default: e2e files that test the manager run their own.
@@ -84,6 +89,9 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
       step('starting the cluster gateway and registering its APIService');
       gateway = await startGateway(supervisor, hub, managed, stateDir, options.gatewayArgs);
       step(`cluster gateway serving on ${gateway.url}`);
+    } else if (options.clusterCredentials) {
+      step(`writing the credential Secrets of ${names.join(', ')}`);
+      await provisionCredentials(hub.client, managed);
     }
     let addon: LocalAddon | undefined;
     if (options.addon) {

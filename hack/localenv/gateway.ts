@@ -44,7 +44,7 @@ export async function startGateway(
   // The gateway's own CRDs (ClusterGatewayProxyConfiguration), as the chart installs them.
   await applyCrds(client, path.join(repoRoot, 'crds'));
   for (const obj of gatewayRbac()) await client.apply(objectPath(obj), obj, fieldManager);
-  for (const cluster of managed) await provisionCredential(client, cluster);
+  await provisionCredentials(client, managed);
 
   const dir = path.join(stateDir, 'gateway');
   mkdirSync(dir, { recursive: true });
@@ -66,6 +66,8 @@ export async function startGateway(
   const port = await freePort();
   const process_ = supervisor.start('hub-cluster-gateway', process.execPath, {
     args: [
+      // Node flags for profiling a benchmark's gateway, e.g. CG_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/p".
+      ...(process.env.CG_GATEWAY_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
       path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
       `--secure-port=${port}`,
       '--bind-address=127.0.0.1',
@@ -115,6 +117,15 @@ export async function startGateway(
     },
   );
   return { port, process: process_, url: `https://127.0.0.1:${port}`, kubeconfig };
+}
+
+/**
+ * The credential namespace and a credential Secret in it for each managed cluster: what a gateway needs
+ * however it runs (started here, or deployed by the chart's manager, which reads this namespace).
+ */
+export async function provisionCredentials(hub: KubeClient, managed: LocalCluster[]): Promise<void> {
+  await ensureNamespace(hub, credentialNamespace);
+  for (const cluster of managed) await provisionCredential(hub, cluster);
 }
 
 /**

@@ -45,6 +45,18 @@ export type Renewal = 'none' | 'serving' | 'ca';
 
 /** What must be made anew for `data` to serve `hosts` well past `now`. Pure. */
 export function renewalNeeded(data: SecretData, hosts: string[], now: number): Renewal {
+  const repair = repairNeeded(data, hosts);
+  if (repair === 'ca') return 'ca';
+  if (lifeLeft(new X509Certificate(data['ca.crt'] ?? ''), now) < 1 / 3) return 'ca';
+  if (repair === 'serving') return 'serving';
+  return lifeLeft(new X509Certificate(data['tls.crt'] ?? ''), now) < 1 / 3 ? 'serving' : 'none';
+}
+
+/**
+ * What must be made anew whatever the time: a CA or key that is missing or unreadable ('ca'), a serving
+ * certificate its CA did not sign or that does not name every one of `hosts` ('serving'). Pure.
+ */
+export function repairNeeded(data: SecretData, hosts: string[]): Renewal {
   let ca: X509Certificate;
   let leaf: X509Certificate;
   try {
@@ -54,9 +66,7 @@ export function renewalNeeded(data: SecretData, hosts: string[], now: number): R
   } catch {
     return 'ca';
   }
-  if (lifeLeft(ca, now) < 1 / 3) return 'ca';
   if (!leaf.checkIssued(ca) || !leaf.verify(ca.publicKey)) return 'serving';
-  if (lifeLeft(leaf, now) < 1 / 3) return 'serving';
   const named = hosts.every((h) => (isIP(h) ? leaf.checkIP(h) : leaf.checkHost(h, { wildcards: false })));
   return named ? 'none' : 'serving';
 }

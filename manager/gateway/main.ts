@@ -33,6 +33,7 @@ import { ServingEndpoint } from './serving.ts';
 import { createAttachHandler } from './tunnel/attach.ts';
 import { exposeTunnels } from './tunnel/metrics.ts';
 import { TunnelRegistry } from './tunnel/registry.ts';
+import { setUpReplicaSharing } from './tunnel/replica-setup.ts';
 
 const options = optionsOrExit(() => parseOptions(process.argv.slice(2)), helpText);
 
@@ -196,9 +197,34 @@ if (options.featureGates.HealthinessCheck) {
 // Agent tunnels (tunnel/): each connected agent becomes its cluster's ClusterProxy endpoint.
 // The replica's name (its pod name: POD_NAME, else the hostname, which is the pod name in a pod) shows
 // as the holder of its tunnels (kubectl get clustergateways -o wide).
-const replica = process.env.POD_NAME || hostname();
-const tunnels = options.agentTunnels ? new TunnelRegistry({ sink: registry, replica }) : undefined;
+const replica = options.tunnelPeers?.replicaName || process.env.POD_NAME || hostname();
+// Several replicas (--tunnel-peer-port): Leases say who holds which tunnel, the others forward to it.
+function replicaSharing() {
+  if (!options.agentTunnels || !options.tunnelPeers) return undefined;
+  try {
+    return setUpReplicaSharing(
+      { ...options.tunnelPeers, replicaName: replica },
+      { hub, sink: registry, log },
+    );
+  } catch (err) {
+    // An unreadable peer certificate, key or CA: say which flag, not a stack trace.
+    log.fatal({ err: (err as Error).message }, 'cannot set up tunnel sharing between replicas');
+    process.exit(1);
+  }
+}
+const sharing = replicaSharing();
+const tunnels = options.agentTunnels
+  ? new TunnelRegistry({ sink: sharing?.sink ?? registry, replica })
+  : undefined;
 if (tunnels) exposeTunnels(tunnels);
+if (sharing && tunnels) {
+  await sharing
+    .start((cluster) => tunnels.get(cluster), options.bindAddress)
+    .catch((err: Error) => {
+      log.fatal({ err: err.message }, 'cannot serve the tunnel peer port (--tunnel-peer-port)');
+      process.exit(1);
+    });
+}
 
 const routes = createRoutes({
   directory: registry,
@@ -251,6 +277,7 @@ const shutdown = async (signal: string) => {
   const drained = tunnels?.drainAll(5_000);
   await endpoint.close();
   await drained;
+  await sharing?.stop();
   proxy.close();
   hub.close();
   process.exit(0);

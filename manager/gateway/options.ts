@@ -12,6 +12,7 @@ import {
   parseFlags,
   logLevel as validLogLevel,
 } from '../../shared/cli-flags.ts';
+import { parsePeerOptions, peerFlags, type TunnelPeerOptions } from './tunnel/peer-options.ts';
 
 export { OptionsError };
 
@@ -55,6 +56,8 @@ export interface GatewayOptions {
   agentTunnels: boolean;
   /** Only this addon's agents (OCM subject ...:addon:<name>:agent:...) may attach. */
   tunnelAddonName: string;
+  /** Several replicas sharing agent tunnels (tunnel/peer-options.ts); undefined: off. */
+  tunnelPeers?: TunnelPeerOptions;
 }
 
 export interface FeatureGates {
@@ -189,6 +192,7 @@ const flags = {
     default: 'cluster-gateway',
     help: 'addon whose agents may attach: their hub user must be system:open-cluster-management:cluster:<cluster>:addon:<this>:agent:<agent>',
   },
+  ...peerFlags,
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
@@ -207,6 +211,12 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     throw new OptionsError('--tls-cert-file and --tls-private-key-file must be given together');
   }
   const logLevel = validLogLevel(str('log-level') ?? 'info');
+  const tunnelPeers = parsePeerOptions(values);
+  if (tunnelPeers && !bool('agent-tunnels', str('agent-tunnels'))) {
+    throw new OptionsError(
+      '--tunnel-peer-port shares agent tunnels between replicas: it needs --agent-tunnels=true',
+    );
+  }
   return {
     securePort: integer('secure-port', str('secure-port'), 0, 65535),
     bindAddress: str('bind-address') ?? '0.0.0.0',
@@ -245,6 +255,7 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     idleConnectionTimeoutSeconds: integer('idle-connection-timeout', str('idle-connection-timeout'), 1, 3600),
     agentTunnels: bool('agent-tunnels', str('agent-tunnels')),
     tunnelAddonName: nonEmpty('tunnel-addon-name', str('tunnel-addon-name')),
+    ...(tunnelPeers ? { tunnelPeers } : {}),
   };
 }
 

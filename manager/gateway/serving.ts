@@ -23,6 +23,8 @@ export interface ServingOptions {
   /** Names for a self-signed certificate when no files are given. */
   selfSignedNames?: string[];
   limits?: ConnectionLimits;
+  /** How often the certificate files are checked for a change (default 5 s). */
+  reloadIntervalMs?: number;
 }
 
 export class ServingEndpoint {
@@ -55,15 +57,20 @@ export class ServingEndpoint {
       const { certFile, keyFile } = options;
       const read = () => ({ cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') });
       const endpoint = new ServingEndpoint(read(), limits);
-      watchFile(certFile, { interval: 5000, persistent: false }, () => {
+      const reload = () => {
         try {
-          endpoint.#pair = read();
-          endpoint.#apply();
+          const pair = read();
+          if (pair.cert === endpoint.#pair.cert && pair.key === endpoint.#pair.key) return;
+          endpoint.#apply(pair); // throws on a certificate and key that do not match: nothing changes
+          endpoint.#pair = pair;
           log.info({ certFile }, 'serving certificate reloaded');
         } catch {
-          // half-written file: the next change event retries
+          // Half written, or the certificate replaced and its key not yet (they are two files): the other
+          // file's change event retries, so both are watched.
         }
-      });
+      };
+      const interval = options.reloadIntervalMs ?? 5000;
+      for (const file of [certFile, keyFile]) watchFile(file, { interval, persistent: false }, reload);
       return endpoint;
     }
     const { createCertificateAuthority } = await import('../../shared/pki.ts');
@@ -84,9 +91,9 @@ export class ServingEndpoint {
     this.#apply();
   }
 
-  #apply(): void {
+  #apply(pair: KeyPair = this.#pair): void {
     this.server.setSecureContext({
-      ...this.#pair,
+      ...pair,
       ...(this.#clientCAs.length > 0 ? { ca: this.#clientCAs } : {}),
     });
   }

@@ -72,4 +72,8 @@ app.kubernetes.io/component: addon-manager
 {{- if and .Values.gateway.serviceExternalName (not .Values.gateway.hostPort) -}}
 {{- fail "gateway.serviceExternalName needs gateway.hostPort: the apiserver reaches the gateway on that host and port" -}}
 {{- end -}}
+{{- $cert := .Values.gateway.certificate -}}
+{{- if gt (int64 $cert.validitySeconds) (int64 $cert.caValiditySeconds) -}}
+{{- fail (printf "gateway.certificate.validitySeconds (%d) must not be longer than gateway.certificate.caValiditySeconds (%d)" (int64 $cert.validitySeconds) (int64 $cert.caValiditySeconds)) -}}
+{{- end -}}
 {{- end -}}

@@ -8,6 +8,7 @@ import { differs, firstDifference, GatewayController, specHashAnnotation } from 
 import type { GatewayInformers } from './informers.ts';
 import { apiServiceName } from './names.ts';
 import { type GatewayDeployOptions, parseGatewayOptions } from './options.ts';
+import { encodeSecretData, servingCertificate } from './serving-certificate.ts';
 
 const day = 86400_000;
 
@@ -47,7 +48,12 @@ const storeOfKind: Record<string, keyof GatewayInformers> = {
 };
 
 /** A hub whose writes land in the stores (with a uid, as the apiserver would), recorded in order. */
-function setup(options: Partial<GatewayDeployOptions> = {}, now = () => Date.now()) {
+function setup(
+  options: Partial<GatewayDeployOptions> = {},
+  now = () => Date.now(),
+  /** The Secret reaches the informer this long after its write (as a watch event would), with a resourceVersion. */
+  secretCacheDelayMs?: number,
+) {
   const stores = Object.fromEntries(
     [...Object.values(storeOfKind), 'owner'].map((k) => [k, store()]),
   ) as Record<keyof GatewayInformers, ReturnType<typeof store>>;
@@ -65,6 +71,11 @@ function setup(options: Partial<GatewayDeployOptions> = {}, now = () => Date.now
       const existing = s.map.get(objectKey(body));
       const stored = structuredClone({ ...existing, ...body }) as KubeObject;
       stored.metadata = { ...stored.metadata, uid: existing?.metadata?.uid ?? `uid-${++uid}` };
+      if (secretCacheDelayMs !== undefined && body.kind === 'Secret') {
+        stored.metadata.resourceVersion = String(++uid);
+        setTimeout(() => s.map.set(objectKey(body), stored), secretCacheDelayMs);
+        return stored;
+      }
       s.map.set(objectKey(body), stored);
       assert.ok(path.endsWith(`/${body.metadata?.name}`), path);
       return stored;
@@ -294,6 +305,72 @@ describe('GatewayController.reconcile', () => {
       'base64',
     ).toString();
     assert.ok(bundle.includes(newCa.trim()) && bundle.includes(oldCa.trim()), 'both CAs trusted');
+  });
+
+  test('a rotation is waited for in the cache: the reconcile after it does not rotate again from the old data', async () => {
+    const t = setup({ caValiditySeconds: 120, certificateValiditySeconds: 60 }, Date.now, 150);
+    // A CA of a year, from before a helm upgrade lowered the validities: rotated at once.
+    const before = await servingCertificate(
+      {},
+      { hosts: ['x'], subject: 'x', caValidForMs: 365 * day, servingValidForMs: 30 * day },
+      Date.now(),
+    );
+    t.stores.secrets.map.set('cg-system/cluster-gateway-tls', {
+      kind: 'Secret',
+      metadata: { name: 'cluster-gateway-tls', namespace: 'cg-system', resourceVersion: '0' },
+      data: encodeSecretData(before.data),
+    });
+    await t.controller.reconcile();
+    t.markAvailable(1);
+    const secretWrites = () => t.writes.filter((w) => w.startsWith('apply Secret')).length;
+    assert.equal(secretWrites(), 1, 'the CA rotated');
+    // An event (the Deployment's status, say) wakes the controller at once: it sees the new CA, not the old.
+    await t.controller.reconcile();
+    assert.equal(secretWrites(), 1, 'no second rotation');
+    const bundle = Buffer.from(
+      String(
+        (t.stores.apiServices.map.get(apiServiceName)?.spec as { caBundle: string } | undefined)?.caBundle,
+      ),
+      'base64',
+    ).toString();
+    assert.equal((bundle.match(/BEGIN CERTIFICATE/g) ?? []).length, 2, 'the new CA and the one before it');
+  });
+
+  test('test validities: the requeue is the rotation point, not an immediate loop', async () => {
+    const now = Date.now();
+    const t = setup({ caValiditySeconds: 120, certificateValiditySeconds: 60 }, () => now);
+    await t.controller.reconcile();
+    t.markAvailable(1);
+    const result = await t.controller.reconcile();
+    const after = (result as { requeueAfterMs: number }).requeueAfterMs;
+    assert.ok(after > 30_000 && after <= 38_000, `requeued after ${after} ms`);
+  });
+
+  test('a maintenance window: a due rotation waits for the tick', async () => {
+    let now = Date.now();
+    // Every hour at minute 0 (UTC); the leaf is due 20 days after issue, with 10 of its 30 days left.
+    const t = setup(
+      {
+        caValiditySeconds: 365 * 86400,
+        certificateValiditySeconds: 30 * 86400,
+        rotationSchedule: '0 * * * *',
+      },
+      () => now,
+    );
+    await t.controller.reconcile();
+    t.markAvailable(1);
+    await t.controller.reconcile();
+    const leafOf = () => dataOf(t.stores.secrets.map.get('cg-system/cluster-gateway-tls'))['tls.crt'];
+    const first = leafOf();
+    const due = now + 20 * day;
+    const tick = Math.ceil((due + 1) / 3600_000) * 3600_000;
+    now = tick - 1000; // due, before the window
+    const waiting = await t.controller.reconcile();
+    assert.equal(leafOf(), first, 'not yet');
+    assert.equal((waiting as { requeueAfterMs: number }).requeueAfterMs, 1000, 'requeued for the tick');
+    now = tick + 20;
+    await t.controller.reconcile();
+    assert.notEqual(leafOf(), first, 'rotated at the tick');
   });
 
   test('an external name: an ExternalName Service, the APIService on the host port', async () => {

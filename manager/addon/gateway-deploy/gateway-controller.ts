@@ -45,8 +45,9 @@ import {
   gatewayNames,
   objectPath,
 } from './names.ts';
-import type { GatewayDeployOptions } from './options.ts';
+import { type GatewayDeployOptions, shortValiditySeconds } from './options.ts';
 import { gatewayRbac } from './rbac.ts';
+import { parseRotationSchedule, type RotationSchedule } from './rotation-schedule.ts';
 import { decodeSecretData, encodeSecretData, servingCertificate } from './serving-certificate.ts';
 import {
   apiServicePort,
@@ -75,6 +76,8 @@ export interface GatewayControllerDeps {
   events?: Pick<EventRecorder, 'record'>;
   /** Full reconcile at least this often (default 5 min). */
   resyncMs?: number;
+  /** How long to wait for the informer to see a Secret just written (default 5 s). */
+  cacheWaitMs?: number;
   now?: () => number;
 }
 
@@ -85,6 +88,7 @@ export class GatewayController {
   readonly #spec: GatewaySpec;
   readonly #now: () => number;
   readonly #gauges: GatewayMetrics | undefined;
+  readonly #schedule: RotationSchedule | undefined;
   readonly queue: WorkQueue;
   /** Last state logged, so a waiting controller says so once, not every reconcile. */
   #logged = '';
@@ -96,6 +100,14 @@ export class GatewayController {
     this.#spec = { names: this.#names, options: deps.options, addonName: deps.addonName };
     this.#now = deps.now ?? Date.now;
     this.#gauges = deps.metrics ? new GatewayMetrics(deps.metrics.registry) : undefined;
+    this.#schedule = parseRotationSchedule(deps.options.rotationSchedule);
+    const { caValiditySeconds, certificateValiditySeconds } = deps.options;
+    if (Math.min(caValiditySeconds, certificateValiditySeconds) < shortValiditySeconds) {
+      this.#log.warn(
+        { caValiditySeconds, certificateValiditySeconds },
+        'gateway certificates valid for less than an hour: meant for tests that force rotations, not for production',
+      );
+    }
     this.queue = controllerQueue({
       controller: controllerName,
       reconcile: () => this.reconcile(),
@@ -224,12 +236,18 @@ export class GatewayController {
         subject: `${this.#names.name}.${this.#names.namespace}`,
         caValidForMs: options.caValiditySeconds * 1000,
         servingValidForMs: options.certificateValiditySeconds * 1000,
+        ...(this.#schedule ? { schedule: this.#schedule } : {}),
       },
       now,
     );
     if (state.renewal !== 'none') {
       this.#log.info(
-        { secret: `${this.#names.namespace}/${this.#names.tlsSecret}`, renewed: state.renewal },
+        {
+          secret: `${this.#names.namespace}/${this.#names.tlsSecret}`,
+          renewed: state.renewal,
+          reason: state.reason,
+          ...(this.#schedule ? { schedule: this.#schedule.expression } : {}),
+        },
         state.renewal === 'ca'
           ? 'gateway CA and serving certificate issued'
           : 'gateway serving certificate issued',
@@ -260,11 +278,30 @@ export class GatewayController {
     const informer = this.#d.informers[informerOfKind[obj.kind as keyof typeof informerOfKind]];
     const current = informer?.get(objectKey(obj));
     if (current && !differs(obj, current)) return;
-    await this.#d.hub.apply(objectPath(obj), obj, gatewayFieldManager);
+    const written = await this.#d.hub.apply(objectPath(obj), obj, gatewayFieldManager);
+    // The next reconcile must see the certificates just issued: one reading the Secret as it was before
+    // would rotate again from the old data, and drop from the caBundle the CA the gateway is loading.
+    if (obj.kind === 'Secret') {
+      await this.#cached(informer, objectKey(obj), written?.metadata?.resourceVersion);
+    }
     this.#log.info(
       { kind: obj.kind, name: objectKey(obj), ...(current ? { field: drift(obj, current) } : {}) },
       current ? 'gateway object repaired or updated' : 'gateway object created',
     );
+  }
+
+  /** Waits (a few seconds at most) until `informer` holds `key` at `resourceVersion`. */
+  async #cached(
+    informer: { get(key: string): KubeObject | undefined } | undefined,
+    key: string,
+    resourceVersion: string | undefined,
+  ): Promise<void> {
+    if (!informer || !resourceVersion) return;
+    for (let waited = 0; waited < (this.#d.cacheWaitMs ?? 5000); waited += 20) {
+      if (informer.get(key)?.metadata?.resourceVersion === resourceVersion) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    this.#log.warn({ key, resourceVersion }, 'the Secret written is not in the cache yet; going on');
   }
 
   /** Objects with the gateway's labels that are no longer wanted (a renamed gateway, a moved credential namespace). */

@@ -46,6 +46,18 @@ describe('gateway deploy options', () => {
     assert.deepEqual(o.imagePullSecrets, ['a', 'b']);
   });
 
+  test('certificates: test validities down to a minute, a maintenance window in cron', () => {
+    const o = parse({
+      'gateway-ca-validity': '120',
+      'gateway-certificate-validity': '60',
+      'gateway-rotation-schedule': ' 0 2 * * 6 ',
+    });
+    assert.equal(o.caValiditySeconds, 120);
+    assert.equal(o.certificateValiditySeconds, 60);
+    assert.equal(o.rotationSchedule, '0 2 * * 6');
+    assert.equal(parse({}).rotationSchedule, '', 'default: rotate as soon as due');
+  });
+
   const refused: [string, Record<string, string>, RegExp][] = [
     [
       'a flag the manager sets',
@@ -67,9 +79,24 @@ describe('gateway deploy options', () => {
       /must not be longer than --gateway-ca-validity/,
     ],
     [
-      'a validity so short it would renew at once',
-      { 'gateway-ca-validity': '3600', 'gateway-certificate-validity': '3600' },
-      /--gateway-ca-validity: "3600" is not a whole number between 7200/,
+      'a validity under a minute',
+      { 'gateway-ca-validity': '59', 'gateway-certificate-validity': '59' },
+      /--gateway-ca-validity: "59" is not a whole number between 60/,
+    ],
+    [
+      'a serving certificate outliving a test CA',
+      { 'gateway-ca-validity': '60', 'gateway-certificate-validity': '120' },
+      /--gateway-certificate-validity \(120 s\) must not be longer than --gateway-ca-validity \(60 s\)/,
+    ],
+    [
+      'a rotation schedule that is not cron',
+      { 'gateway-rotation-schedule': 'saturdays' },
+      /--gateway-rotation-schedule: "saturdays" is not a cron expression: expected 5 or 6 fields/,
+    ],
+    [
+      'a rotation schedule with a field out of range',
+      { 'gateway-rotation-schedule': '0 25 * * *' },
+      /--gateway-rotation-schedule: .*25 is a invalid expression for hour/,
     ],
   ];
   for (const [what, values, message] of refused) {

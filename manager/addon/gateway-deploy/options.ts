@@ -10,6 +10,7 @@
  * upgrade` rolls the manager, which then rolls the gateway.
  */
 import { bool, integer, OptionsError } from '../../../shared/cli-flags.ts';
+import { parseRotationSchedule } from './rotation-schedule.ts';
 
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
@@ -37,6 +38,8 @@ export interface GatewayDeployOptions {
   tolerations: Record<string, unknown>[];
   caValiditySeconds: number;
   certificateValiditySeconds: number;
+  /** A node-cron expression (UTC): rotations wait for its next tick, up to a sixth of life left. '': none. */
+  rotationSchedule: string;
   /**
    * A ClusterRole whose deletion removes the gateway (the chart passes its own manager ClusterRole, so
    * `helm uninstall` does): the APIService is owned by it, and everything else by it and by the
@@ -44,6 +47,13 @@ export interface GatewayDeployOptions {
    */
   ownerClusterRole: string;
 }
+
+// Rotation is measured on the certificate's life, of which the backdate for clock skew is a tenth of the
+// validity at most (serving-certificate.ts): a minute still rotates 38 s after issue, 22 s before expiry.
+const minValiditySeconds = 60;
+const maxValiditySeconds = 100 * 365 * 86400;
+/** Shorter validities exist so that tests can watch rotations happen: the manager warns about them. */
+export const shortValiditySeconds = 3600;
 
 /** Flags the manager sets on the gateway itself: --gateway-args may not repeat them. */
 export const managedGatewayFlags = [
@@ -114,12 +124,17 @@ export const gatewayFlags = {
   'gateway-ca-validity': {
     type: 'string',
     default: String(5 * 365 * 86400),
-    help: "seconds the gateway's CA is valid; renewed with a third left, the old CA kept in the APIService caBundle until it expires",
+    help: `seconds the gateway's CA is valid (${minValiditySeconds} to ${maxValiditySeconds}); renewed with a third left, the old CA kept in the APIService caBundle until it expires; lowering it renews at once (or at the next --gateway-rotation-schedule tick). Below ${shortValiditySeconds}: for tests that force rotations only (the kubelet may take a minute or more to update the gateway's mounted certificate)`,
   },
   'gateway-certificate-validity': {
     type: 'string',
     default: String(90 * 86400),
-    help: "seconds the gateway's serving certificate is valid; renewed with a third left",
+    help: `seconds the gateway's serving certificate is valid (${minValiditySeconds} up to --gateway-ca-validity); renewed with a third left. Below ${shortValiditySeconds}: for tests only, as for --gateway-ca-validity`,
+  },
+  'gateway-rotation-schedule': {
+    type: 'string',
+    default: '',
+    help: 'maintenance window for certificate rotation: a cron expression in UTC (5 fields, or 6 with seconds first; e.g. "0 2 * * 6", Saturdays 02:00). A due rotation (a third of life left) waits for its next tick, but never beyond a sixth of life left. Empty: rotate as soon as due',
   },
   'owner-cluster-role': {
     type: 'string',
@@ -128,7 +143,6 @@ export const gatewayFlags = {
   },
 } as const;
 
-const minValiditySeconds = 7200;
 const pullPolicies: PullPolicy[] = ['Always', 'IfNotPresent', 'Never'];
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -176,23 +190,29 @@ export function parseGatewayOptions(
   if (ownerClusterRole && /[/%]|^\.\.?$/.test(ownerClusterRole)) {
     throw new OptionsError(`--owner-cluster-role: "${ownerClusterRole}" is not a ClusterRole name`);
   }
-  // At least two hours: certificates are backdated by an hour (clock skew) and renewed with a third of
-  // their life left, so a shorter one would be renewed on every reconcile.
   const caValiditySeconds = integer(
     'gateway-ca-validity',
     str('gateway-ca-validity'),
     minValiditySeconds,
-    100 * 365 * 86400,
+    maxValiditySeconds,
   );
   const certificateValiditySeconds = integer(
     'gateway-certificate-validity',
     str('gateway-certificate-validity'),
     minValiditySeconds,
-    100 * 365 * 86400,
+    maxValiditySeconds,
   );
   // A serving certificate outliving its CA would be renewed against a CA that is itself being replaced.
   if (certificateValiditySeconds > caValiditySeconds) {
-    throw new OptionsError('--gateway-certificate-validity must not be longer than --gateway-ca-validity');
+    throw new OptionsError(
+      `--gateway-certificate-validity (${certificateValiditySeconds} s) must not be longer than --gateway-ca-validity (${caValiditySeconds} s)`,
+    );
+  }
+  const rotationSchedule = str('gateway-rotation-schedule');
+  try {
+    parseRotationSchedule(rotationSchedule);
+  } catch (err) {
+    throw new OptionsError(`--gateway-rotation-schedule: ${(err as Error).message}`);
   }
   return {
     enabled: bool('deploy-gateway', str('deploy-gateway')),
@@ -216,6 +236,7 @@ export function parseGatewayOptions(
     }),
     caValiditySeconds,
     certificateValiditySeconds,
+    rotationSchedule,
     ownerClusterRole,
   };
 }

@@ -2,12 +2,13 @@
  * The gateway's CA and serving certificate, kept in one Secret
  * (`<gateway>-tls`: ca.crt, ca.key, ca-previous.crt, tls.crt, tls.key).
  * The approach of ../webhook-certificate.ts, whose rules it reuses
- * (renewalNeeded, caBundleOf): renew the serving certificate with a third of
+ * (repairNeeded, caBundleOf): renew the serving certificate with a third of
  * its life left (same CA, so the APIService caBundle does not change), and
  * the CA with a third of its life left, keeping the old CA in the bundle
- * until it expires. The gateway reloads a renewed certificate from its
- * mounted files, and the aggregator trusts both CAs meanwhile, so a
- * rotation drops no request.
+ * until it expires; with a maintenance window, at its next tick but never
+ * later than a sixth of the life left (rotation-schedule.ts). The gateway
+ * reloads a renewed certificate from its mounted files, and the aggregator
+ * trusts both CAs meanwhile, so a rotation drops no request.
  *
  * Pure apart from key generation: the controller reads the Secret from its
  * informer and writes the result with server-side apply (it is the only
@@ -16,7 +17,13 @@
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../../shared/pki.ts';
-import { caBundleOf, type Renewal, renewalNeeded, type SecretData } from '../webhook-certificate.ts';
+import { caBundleOf, type Renewal, repairNeeded, type SecretData } from '../webhook-certificate.ts';
+import {
+  type Lifetime,
+  type RotationSchedule,
+  type RotationTime,
+  rotationTime,
+} from './rotation-schedule.ts';
 
 export type { Renewal, SecretData };
 
@@ -27,16 +34,28 @@ export interface CertificateSettings {
   subject: string;
   caValidForMs: number;
   servingValidForMs: number;
+  /** The maintenance window for rotations; none: rotate when due. */
+  schedule?: RotationSchedule;
 }
 
 export interface CertificateState {
   data: SecretData;
   /** What was made anew ('none': `data` is what the Secret held). */
   renewal: Renewal;
+  /** Why, for the log: 'repair' (missing, unreadable, not naming every host) or the rotation's reason. */
+  reason: RotationTime['reason'] | 'repair' | 'none';
   /** PEM CAs the APIService must trust. */
   caBundle: string;
-  /** When to look again: the next renewal, or the previous CA's expiry (it then leaves the bundle). */
+  /** When to look again: the next rotation, or the previous CA's expiry (it then leaves the bundle). */
   recheckAt: number;
+}
+
+/**
+ * How long before now a certificate is valid already, for clocks behind the manager's: an hour, less for a
+ * short validity (a tenth of it), where an hour would be most of the life that rotation is measured on.
+ */
+export function backdateMs(validForMs: number): number {
+  return Math.min(3600_000, validForMs / 10);
 }
 
 export async function servingCertificate(
@@ -44,9 +63,31 @@ export async function servingCertificate(
   settings: CertificateSettings,
   now: number,
 ): Promise<CertificateState> {
-  const renewal = renewalNeeded(current, settings.hosts, now);
-  const data = renewal === 'none' ? current : await issue(current, renewal, settings);
-  return { data, renewal, caBundle: caBundleOf(data, now), recheckAt: recheckAt(data, now) };
+  const plan = planRotation(current, settings, now);
+  const data = plan.renewal === 'none' ? current : await issue(current, plan.renewal, settings);
+  return {
+    data,
+    renewal: plan.renewal,
+    reason: plan.reason,
+    caBundle: caBundleOf(data, now),
+    recheckAt: recheckAt(data, settings, now),
+  };
+}
+
+/** What to renew now, and why. Pure. */
+export function planRotation(
+  data: SecretData,
+  settings: CertificateSettings,
+  now: number,
+): { renewal: Renewal; reason: CertificateState['reason'] } {
+  const repair = repairNeeded(data, settings.hosts);
+  if (repair === 'ca') return { renewal: 'ca', reason: 'repair' };
+  const ca = rotationOf(data['ca.crt'], settings.caValidForMs, settings, now);
+  if (ca && ca.at <= now) return { renewal: 'ca', reason: ca.reason };
+  if (repair === 'serving') return { renewal: 'serving', reason: 'repair' };
+  const leaf = rotationOf(data['tls.crt'], settings.servingValidForMs, settings, now);
+  if (leaf && leaf.at <= now) return { renewal: 'serving', reason: leaf.reason };
+  return { renewal: 'none', reason: 'none' };
 }
 
 async function issue(
@@ -57,7 +98,11 @@ async function issue(
   const next: SecretData = {};
   let ca: Awaited<ReturnType<typeof createCertificateAuthority>>;
   if (renewal === 'ca') {
-    ca = await createCertificateAuthority(`${settings.subject}-ca`, settings.caValidForMs);
+    ca = await createCertificateAuthority(
+      `${settings.subject}-ca`,
+      settings.caValidForMs,
+      backdateMs(settings.caValidForMs),
+    );
     // Still trusted until it expires: a replica serving a certificate of the old CA keeps working.
     if (current['ca.crt'] && current['ca.key']) next['ca-previous.crt'] = current['ca.crt'];
   } else {
@@ -70,24 +115,41 @@ async function issue(
     ipAddresses: settings.hosts.filter((h) => isIP(h)),
     usage: 'server',
     validForMs: settings.servingValidForMs,
+    backdateMs: backdateMs(settings.servingValidForMs),
   });
   return { ...next, 'ca.crt': ca.cert, 'ca.key': ca.key, 'tls.crt': leaf.cert, 'tls.key': leaf.key };
 }
 
-/** The earliest of: the CA's and the leaf's renewal points (a third of life left), the previous CA's expiry. */
-export function recheckAt(data: SecretData, now: number): number {
+/** The earliest of: the CA's and the leaf's rotation times (rotation-schedule.ts), the previous CA's expiry. */
+export function recheckAt(data: SecretData, settings: CertificateSettings, now: number): number {
   const times: number[] = [];
-  for (const key of ['ca.crt', 'tls.crt'] as const) {
-    const cert = parse(data[key]);
-    if (!cert) continue;
-    const from = Date.parse(cert.validFrom);
-    const to = Date.parse(cert.validTo);
-    times.push(to - (to - from) / 3);
+  for (const [key, validity] of [
+    ['ca.crt', settings.caValidForMs],
+    ['tls.crt', settings.servingValidForMs],
+  ] as const) {
+    const rotation = rotationOf(data[key], validity, settings, now);
+    if (rotation) times.push(rotation.at);
   }
   const previous = parse(data['ca-previous.crt']);
   if (previous) times.push(Date.parse(previous.validTo));
   const future = times.filter((t) => t > now);
   return future.length > 0 ? Math.min(...future) : now;
+}
+
+function rotationOf(
+  pem: string | undefined,
+  validForMs: number,
+  settings: CertificateSettings,
+  now: number,
+): RotationTime | undefined {
+  const cert = parse(pem);
+  return cert
+    ? rotationTime(lifetimeOf(cert), validForMs, backdateMs(validForMs), now, settings.schedule)
+    : undefined;
+}
+
+function lifetimeOf(cert: X509Certificate): Lifetime {
+  return { notBefore: Date.parse(cert.validFrom), notAfter: Date.parse(cert.validTo) };
 }
 
 function parse(pem: string | undefined): X509Certificate | undefined {

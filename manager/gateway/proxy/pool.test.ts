@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import type https from 'node:https';
 import { describe, it } from 'node:test';
+import type { TLSSocket } from 'node:tls';
 import type { Endpoint } from '../clusters/cluster.ts';
 import { createConnectionPools, type Upstream } from './pool.ts';
-import { clusterTarget } from './test-kit.ts';
+import { clusterTarget, startUpstream, testPki } from './test-kit.ts';
 
 const constant = (address: string, extra: Partial<Endpoint> = {}): Endpoint =>
   ({ type: 'Const', address, insecure: false, ...extra }) as Endpoint;
@@ -67,26 +68,91 @@ describe('connection pools', () => {
   it('carries TLS settings and the credential', () => {
     const pools = createConnectionPools();
     const token = upstreamOf(
-      pools.get(clusterTarget('t', constant('https://10.0.0.1', { caBundle: 'CA PEM', insecure: false }))),
+      pools.get(clusterTarget('t', constant('https://10.0.0.1', { insecure: false }))),
     );
     assert.equal(token.authorization, 'Bearer cluster-token');
-    assert.equal(agentOptions(token).ca, 'CA PEM');
     assert.equal(agentOptions(token).rejectUnauthorized, true);
     assert.equal(agentOptions(token).keepAlive, true);
+    const insecure = upstreamOf(
+      pools.get(clusterTarget('x', constant('https://10.0.0.1', { insecure: true }))),
+    );
+    assert.equal(agentOptions(insecure).rejectUnauthorized, false);
+    pools.close();
+  });
 
-    const cert = upstreamOf(
+  it('opens every connection of a pool with one TLS context, built from the CA and client certificate', async () => {
+    const { ca, client } = await testPki();
+    const seenCerts: (string | undefined)[] = [];
+    const upstream = await startUpstream(
+      (req, res) => {
+        const peer = (req.socket as TLSSocket).getPeerCertificate();
+        seenCerts.push(String(peer.subject?.CN));
+        res.writeHead(200, { Connection: 'close' }).end('ok');
+      },
+      { requestCert: true },
+    );
+    const pools = createConnectionPools();
+    const up = upstreamOf(
       pools.get(
-        clusterTarget('x', constant('https://10.0.0.1', { insecure: true }), {
+        clusterTarget(
+          'c',
+          { type: 'Const', address: `https://127.0.0.1:${upstream.port}`, caBundle: ca, insecure: false },
+          {
+            type: 'X509Certificate',
+            certificate: client.cert,
+            privateKey: client.key,
+          },
+        ),
+      ),
+    );
+    assert.equal(agentOptions(up).ca, undefined, 'the PEMs are not handed to each connection to parse again');
+    const contexts: unknown[] = [];
+    const createConnection = up.agent.createConnection.bind(up.agent);
+    up.agent.createConnection = (options, callback) => {
+      const socket = createConnection(options, callback);
+      contexts.push((options as { secureContext?: unknown }).secureContext);
+      return socket;
+    };
+    const get = () =>
+      new Promise<number>((resolve, reject) => {
+        up.request({ agent: up.agent, host: up.hostname, port: up.port, path: '/' }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        })
+          .on('error', reject)
+          .end();
+      });
+    assert.equal(await get(), 200);
+    assert.equal(await get(), 200);
+    assert.equal(contexts.length, 2, 'two connections (the server closes each)');
+    assert.ok(contexts[0]);
+    assert.equal(contexts[0], contexts[1]);
+    assert.deepEqual(seenCerts, ['gateway', 'gateway'], 'the client certificate was presented');
+    pools.close();
+    await upstream.close();
+  });
+
+  it('answers a client certificate OpenSSL cannot load with a problem naming the cluster', () => {
+    const pools = createConnectionPools();
+    const key = pools.get(
+      clusterTarget('badkey', constant('https://10.0.0.1'), {
+        type: 'X509Certificate',
+        certificate: 'CERT',
+        privateKey: 'KEY',
+      }),
+    );
+    assert.match(String(key), /cannot load the TLS configuration of cluster "badkey"/);
+    // A plain-HTTP endpoint builds no TLS context at all.
+    upstreamOf(
+      pools.get(
+        clusterTarget('plain', constant('http://10.0.0.1'), {
           type: 'X509Certificate',
           certificate: 'CERT',
           privateKey: 'KEY',
         }),
       ),
     );
-    assert.equal(cert.authorization, undefined);
-    assert.equal(agentOptions(cert).rejectUnauthorized, false);
-    assert.equal(agentOptions(cert).cert, 'CERT');
-    assert.equal(agentOptions(cert).key, 'KEY');
+    assert.equal(pools.stats().pools, 1);
     pools.close();
   });
 

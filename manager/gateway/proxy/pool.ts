@@ -84,14 +84,18 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
   function create(target: ClusterTarget, endpoint: Endpoint): Entry | string {
     const base: http.AgentOptions = { keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' };
     const credential = target.credential;
-    const tlsOptions: https.AgentOptions = {
-      ...base,
-      ca: endpoint.caBundle || undefined,
-      rejectUnauthorized: !endpoint.insecure,
-      // A Dynamic credential may also be a client certificate (an exec plugin's clientCertificateData).
-      ...((credential?.type === 'X509Certificate' || credential?.type === 'Dynamic') && credential.certificate
-        ? { cert: credential.certificate, key: credential.privateKey }
-        : {}),
+    // Only for the TLS branches below: plain-HTTP pools need no context.
+    const tlsSetupOf = (): { options: https.AgentOptions; context: () => tls.SecureContext } | string => {
+      let context: () => tls.SecureContext;
+      try {
+        context = heldContext(secureContextFor(endpoint, credential), () =>
+          secureContextFor(endpoint, credential),
+        );
+      } catch (err) {
+        // What every connection would have failed with, said once per pool instead (answered as a 503).
+        return `cannot load the TLS configuration of cluster "${target.name}": ${err instanceof Error ? err.message : String(err)}`;
+      }
+      return { options: { ...base, rejectUnauthorized: !endpoint.insecure }, context };
     };
     const common = {
       cluster: target.name,
@@ -104,7 +108,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       // no TLS and no credential from here; the caller's identity goes as Impersonate-* (routes.ts).
       const tunnel = { dial: endpoint.dial };
       const agent = new http.Agent(base);
-      dialWith(agent, () => tunnel.dial('impersonate'), false, connectTimeoutMs);
+      dialWith(agent, () => tunnel.dial('impersonate'), undefined, connectTimeoutMs);
       const upstream: Upstream = {
         cluster: target.name,
         key: target.connectionKey,
@@ -118,9 +122,11 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       return { upstream, tunnel };
     }
     if (endpoint.type === 'ClusterProxy') {
+      const secure = tlsSetupOf();
+      if (typeof secure === 'string') return secure;
       const tunnel = { dial: endpoint.dial };
-      const agent = new https.Agent({ ...tlsOptions, servername: endpoint.serverName });
-      dialWith(agent, () => tunnel.dial('relay'), true, connectTimeoutMs);
+      const agent = new https.Agent({ ...secure.options, servername: endpoint.serverName });
+      dialWith(agent, () => tunnel.dial('relay'), secure.context, connectTimeoutMs);
       const upstream: Upstream = {
         ...common,
         agent,
@@ -145,13 +151,15 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
     }
     const hostname = url.hostname.replace(BRACKETS, '');
     const port = Number(url.port) || (secure ? 443 : 80);
-    const agent = secure ? new https.Agent(tlsOptions) : new http.Agent(base);
+    const tlsSetup = secure ? tlsSetupOf() : undefined;
+    if (typeof tlsSetup === 'string') return tlsSetup;
+    const agent = tlsSetup ? new https.Agent(tlsSetup.options) : new http.Agent(base);
     if (endpoint.proxyUrl) {
       const proxy = parseProxyUrl(endpoint.proxyUrl);
       if (typeof proxy === 'string') return proxy;
-      dialWith(agent, () => connectThroughProxy(proxy, hostname, port), secure, connectTimeoutMs);
+      dialWith(agent, () => connectThroughProxy(proxy, hostname, port), tlsSetup?.context, connectTimeoutMs);
     } else {
-      limitConnect(agent, secure, connectTimeoutMs);
+      limitConnect(agent, tlsSetup?.context, connectTimeoutMs);
     }
     const upstream: Upstream = {
       ...common,
@@ -239,32 +247,81 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
   };
 }
 
+/**
+ * The TLS context of a pool: its CA bundle (else the system roots) and the client certificate, if any.
+ * Throws for a CA, certificate or key OpenSSL cannot load.
+ */
+function secureContextFor(endpoint: Endpoint, credential: ClusterTarget['credential']): tls.SecureContext {
+  // A Dynamic credential may also be a client certificate (an exec plugin's clientCertificateData).
+  const clientCert =
+    (credential?.type === 'X509Certificate' || credential?.type === 'Dynamic') && credential.certificate
+      ? { cert: credential.certificate, key: credential.privateKey }
+      : {};
+  const ca = endpoint.caBundle;
+  return tls.createSecureContext({ ...(ca ? { ca } : {}), ...clientCert });
+}
+
 function countSockets(dict: NodeJS.ReadOnlyDict<readonly unknown[]>): number {
   let n = 0;
   for (const list of Object.values(dict)) n += list?.length ?? 0;
   return n;
 }
 
+/** How long a pool keeps its TLS context after its last new connection. */
+const CONTEXT_IDLE_MS = 30_000;
+
+/**
+ * A pool's TLS context, built once and reused by every connection the pool opens, rather than built
+ * by each connection from ca/cert/key as an Agent does: a SecureContext (OpenSSL's SSL_CTX) costs
+ * about 260 µs of CPU to build, and a watch ended by its caller takes its connection with it, so each
+ * watch start paid it (docs/benchmarks.md). It is dropped after CONTEXT_IDLE_MS without a new
+ * connection (and rebuilt on the next), because each holds about 37 KB of native memory: a gateway
+ * with 1,000 clusters probed every 40 s would otherwise keep 37 MB of them.
+ */
+function heldContext(first: tls.SecureContext, build: () => tls.SecureContext): () => tls.SecureContext {
+  let context: tls.SecureContext | undefined = first;
+  const timer = setTimeout(() => {
+    context = undefined;
+  }, CONTEXT_IDLE_MS).unref();
+  return () => {
+    // A CA or key that loaded once loads again; should it not, the connection fails with the error.
+    context ??= build();
+    timer.refresh();
+    return context;
+  };
+}
+
 /**
  * Bounds a direct connection's TCP connect plus TLS handshake: without it a
  * black-holed address would hang for the kernel's SYN retry time (minutes).
- * Reused keep-alive sockets never come through here.
+ * Reused keep-alive sockets never come through here. For https, also hands
+ * the pool's TLS context to the connection.
  */
-function limitConnect(agent: http.Agent, secure: boolean, timeoutMs: number): void {
+function limitConnect(
+  agent: http.Agent,
+  context: (() => tls.SecureContext) | undefined,
+  timeoutMs: number,
+): void {
   const createConnection = agent.createConnection.bind(agent);
   agent.createConnection = (options, callback) => {
+    if (context) (options as tls.ConnectionOptions).secureContext = context();
     const socket = createConnection(options, callback);
-    if (socket) deadline(socket, secure ? 'secureConnect' : 'connect', timeoutMs);
+    if (socket) deadline(socket, context ? 'secureConnect' : 'connect', timeoutMs);
     return socket;
   };
 }
 
 /**
  * Makes the agent open its connections with an async dialer (agent tunnel or
- * CONNECT proxy) and, for https, run TLS over the dialled stream. Node's Agent
- * accepts the `(err, socket)` callback form for exactly this.
+ * CONNECT proxy) and, for https (a TLS context given), run TLS over the dialled
+ * stream. Node's Agent accepts the `(err, socket)` callback form for exactly this.
  */
-function dialWith(agent: http.Agent, dial: Dial, secure: boolean, timeoutMs: number): void {
+function dialWith(
+  agent: http.Agent,
+  dial: Dial,
+  context: (() => tls.SecureContext) | undefined,
+  timeoutMs: number,
+): void {
   agent.createConnection = (options, callback) => {
     let settled = false;
     const timer = setTimeout(() => {
@@ -279,11 +336,15 @@ function dialWith(agent: http.Agent, dial: Dial, secure: boolean, timeoutMs: num
         }
         settled = true;
         clearTimeout(timer);
-        if (!secure) {
+        if (!context) {
           callback?.(null, stream);
           return;
         }
-        const socket = tls.connect({ ...(options as tls.ConnectionOptions), socket: stream });
+        const socket = tls.connect({
+          ...(options as tls.ConnectionOptions),
+          secureContext: context(),
+          socket: stream,
+        });
         deadline(socket, 'secureConnect', timeoutMs);
         callback?.(null, socket);
       },

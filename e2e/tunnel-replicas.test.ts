@@ -1,0 +1,536 @@
+/**
+ * Several gateway replicas (issue 9, item 4): an agent's tunnel lands on one replica, any replica
+ * serves the cluster. Two gateway processes (A and B) share tunnels through per-cluster Leases in
+ * the hub and a mutual-TLS peer port; the agent reaches them through a TCP front that stands for
+ * the gateway's Service (it connects to the first replica that accepts, as kube-proxy sends new
+ * connections to ready endpoints only). The cluster is cluster1 under another name, its hub
+ * credential an admin's Secret (hub-credential: TLS runs from the serving replica to cluster1
+ * inside the forwarded stream).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import https from 'node:https';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { binaryPath } from '../hack/localenv/binaries.ts';
+import { gatewayNamespace } from '../hack/localenv/gateway.ts';
+import { ensureNamespace } from '../hack/localenv/ocm.ts';
+import { freePort } from '../hack/localenv/ports.ts';
+import { Supervisor } from '../hack/localenv/supervisor.ts';
+import { waitFor } from '../hack/localenv/wait.ts';
+import { type Lease, leaseName } from '../manager/gateway/tunnel/leases.ts';
+import { peerClusterHeader } from '../manager/gateway/tunnel/peers.ts';
+import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
+import { createCertificateAuthority, type KeyPair } from '../shared/pki.ts';
+import { credentialNamespace, secretPath } from './support/credentials.ts';
+import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
+import { gatewayRequest } from './support/gateway-client.ts';
+import { portForwardPing } from './support/port-forward.ts';
+import { grantInNamespace, serviceAccount } from './support/rbac.ts';
+import { type SecondGateway, startSecondGateway } from './support/second-gateway.ts';
+import { startStandIn } from './support/stand-in.ts';
+import {
+  agentCertificate,
+  agentHubKubeconfig,
+  grantAgentOnHub,
+  startTunnelAgent,
+  type TunnelAgent,
+} from './support/tunnel-agent.ts';
+import { frontProxyClient, hubUserKubeconfig, proxyPrefix } from './support/users.ts';
+
+type Secret = KubeObject & { data?: Record<string, string> };
+
+const cluster = 'replicacluster';
+const leaseNamespace = 'cg-tunnel-replicas';
+const admin = { frontProxy: { user: 'e2e-replicas-admin', groups: ['system:masters'] } };
+const versionPath = `${proxyPrefix}/${cluster}/proxy/version`;
+const decode = (b64: string | undefined) => Buffer.from(b64 ?? '', 'base64').toString();
+/** The message of a Status body, or the body itself when it is not one. */
+const messageOf = (body: string) => {
+  try {
+    return String((JSON.parse(body) as { message?: string }).message);
+  } catch {
+    return body;
+  }
+};
+
+/** Runs kubectl with extra environment; resolves with its exit code and output. */
+function kubectlWith(kubeconfig: string, args: string[], env: Record<string, string>) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kubeconfig}`, ...args], {
+      env: { ...process.env, ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      stderr += c;
+    });
+    child.once('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** The gateway's Service stand-in: each new connection goes to the first replica that accepts it. */
+async function startFront(targets: () => number[]): Promise<{ port: number; close(): void }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    sockets.add(client);
+    client.once('close', () => sockets.delete(client));
+    client.on('error', () => {});
+    client.pause();
+    const tryNext = (left: number[]) => {
+      const port = left[0];
+      if (port === undefined) return void client.destroy();
+      const upstream = net.connect(port, '127.0.0.1');
+      upstream.once('error', () => tryNext(left.slice(1)));
+      upstream.once('connect', () => {
+        upstream.removeAllListeners('error');
+        upstream.on('error', () => client.destroy());
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.resume();
+      });
+    };
+    tryNext(targets());
+  });
+  const port = await freePort();
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return {
+    port,
+    close: () => {
+      server.close();
+      for (const s of sockets) s.destroy();
+    },
+  };
+}
+
+/** A watch through a replica's proxy; resolves with the first event whose text matches `want`. */
+function watchThrough(base: string, collection: string, want: RegExp, timeoutMs = 20_000) {
+  const fp = frontProxyClient();
+  let req: import('node:http').ClientRequest | undefined;
+  const opened = new Promise<void>((resolveOpen, rejectOpen) => {
+    req = https.request(`${base}${proxyPrefix}/${cluster}/proxy${collection}?watch=true`, {
+      ca: fp.ca,
+      cert: fp.cert,
+      key: fp.key,
+      headers: { 'x-remote-user': admin.frontProxy.user, 'x-remote-group': admin.frontProxy.groups },
+    });
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) return rejectOpen(new Error(`watch answered ${res.statusCode}`));
+      resolveOpen();
+      res.setEncoding('utf8');
+      let text = '';
+      res.on('data', (c: string) => {
+        text += c;
+        if (want.test(text)) matched(text);
+      });
+    });
+    req.on('error', rejectOpen);
+    req.end();
+  });
+  let matched: (text: string) => void = () => {};
+  const event = new Promise<string>((resolve, reject) => {
+    matched = resolve;
+    setTimeout(
+      () => reject(new Error(`no watch event matching ${want} within ${timeoutMs} ms`)),
+      timeoutMs,
+    ).unref();
+  });
+  return { opened, event, close: () => req?.destroy() };
+}
+
+/** Opens a CONNECT stream on a peer port with `tlsOptions`: its status, or the error that refused it. */
+function peerConnect(port: number, ca: string, tlsOptions: http2.SecureClientSessionOptions) {
+  return new Promise<number | string>((resolve) => {
+    const session = http2.connect(`https://127.0.0.1:${port}`, {
+      ca,
+      checkServerIdentity: () => undefined,
+      ...tlsOptions,
+    });
+    const done = (v: number | string) => {
+      resolve(v);
+      session.destroy();
+    };
+    session.on('error', (err) => done(err.message));
+    const stream = session.request(
+      { ':method': 'CONNECT', ':authority': 'peer:443', [peerClusterHeader]: cluster },
+      { endStream: false },
+    );
+    stream.on('error', (err) => done(err.message));
+    stream.on('response', (h) => done(Number(h[':status'])));
+    stream.on('close', () => done('closed without an answer'));
+  });
+}
+
+describe('several gateway replicas share agent tunnels', { concurrency: false }, () => {
+  let hub: KubeClient;
+  let supervisor: Supervisor;
+  let ca: KeyPair;
+  let stranger: KeyPair;
+  let replicaA: SecondGateway;
+  let replicaB: SecondGateway;
+  let peerPortA: number;
+  let peerPortB: number;
+  let front: { port: number; close(): void };
+  let agent: TunnelAgent;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases/${leaseName(cluster)}`;
+
+  async function startReplica(name: string, peerPort: number, dir: string): Promise<SecondGateway> {
+    return startSecondGateway(`tunnel-${name}`, [
+      `--tunnel-peer-port=${peerPort}`,
+      `--tunnel-peer-cert=${path.join(dir, `${name}.crt`)}`,
+      `--tunnel-peer-key=${path.join(dir, `${name}.key`)}`,
+      `--tunnel-peer-ca=${path.join(dir, 'ca.crt')}`,
+      `--tunnel-peer-address=127.0.0.1:${peerPort}`,
+      `--tunnel-replica-name=${name}`,
+      `--tunnel-lease-namespace=${leaseNamespace}`,
+      '--tunnel-lease-duration=10',
+      '--log-level=debug',
+    ]);
+  }
+
+  before(async () => {
+    hub = await hubClient();
+    supervisor = new Supervisor(path.join(e2eStateDir, 'tunnel-replicas'));
+    const env = environmentState();
+    // The gateway's RBAC for its Leases: in their namespace only.
+    await ensureNamespace(hub, leaseNamespace);
+    await grantInNamespace(
+      hub,
+      leaseNamespace,
+      'cluster-gateway-tunnel-leases',
+      [serviceAccount(gatewayNamespace, 'cluster-gateway')],
+      [
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          verbs: ['get', 'list', 'watch', 'create', 'update'],
+        },
+      ],
+    );
+    const hubPaths = await grantAgentOnHub(hub, cluster);
+    cleanups.push(async () => {
+      await hub.delete(secretPath(cluster));
+      for (const p of hubPaths.filter((p) => !p.includes(`/namespaces/${cluster}/`))) await hub.delete(p);
+      await hub.delete(`/api/v1/namespaces/${cluster}`);
+      await hub.delete(`/api/v1/namespaces/${leaseNamespace}`);
+    });
+    const token = decode((await hub.get<Secret>(secretPath('cluster1'))).data?.token);
+    await hub.apply(
+      secretPath(cluster),
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: {
+          name: cluster,
+          namespace: credentialNamespace,
+          labels: {
+            'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken',
+            'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy',
+          },
+        },
+        stringData: { token, 'ca.crt': readFileSync(path.join(env.stateDir, 'cluster1', 'ca.crt'), 'utf8') },
+      },
+      'e2e',
+    );
+    // Peer PKI: a CA for the replicas alone, one certificate each (server and client).
+    const dir = path.join(e2eStateDir, 'tunnel-replicas', 'peer-pki');
+    mkdirSync(dir, { recursive: true });
+    const authority = await createCertificateAuthority('cluster-gateway-peers');
+    ca = authority;
+    writeFileSync(path.join(dir, 'ca.crt'), authority.cert);
+    for (const name of ['replica-a', 'replica-b']) {
+      const pair = await authority.issue({ commonName: name, ipAddresses: ['127.0.0.1'], usage: 'both' });
+      writeFileSync(path.join(dir, `${name}.crt`), pair.cert);
+      writeFileSync(path.join(dir, `${name}.key`), pair.key, { mode: 0o600 });
+    }
+    stranger = await (await createCertificateAuthority('not-the-peer-ca')).issue({
+      commonName: 'replica-x',
+      ipAddresses: ['127.0.0.1'],
+      usage: 'both',
+    });
+    peerPortA = await freePort();
+    peerPortB = await freePort();
+    replicaA = await startReplica('replica-a', peerPortA, dir);
+    replicaB = await startReplica('replica-b', peerPortB, dir);
+    cleanups.push(async () => {
+      replicaA.stop();
+      replicaB.stop();
+    });
+    const portOf = (g: SecondGateway) => Number(new URL(g.url).port);
+    front = await startFront(() => [portOf(replicaA), portOf(replicaB)]);
+    cleanups.push(async () => front.close());
+    agent = await startTunnelAgent(supervisor, {
+      cluster,
+      managedName: 'cluster1',
+      hubKubeconfig: agentHubKubeconfig(cluster, await agentCertificate(cluster)),
+      args: [
+        `--tunnel-server=https://127.0.0.1:${front.port}`,
+        `--tunnel-ca-file=${path.join(env.stateDir, 'hub', 'ca.crt')}`,
+      ],
+    });
+  });
+
+  after(async () => {
+    await supervisor?.stop();
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    hub?.close();
+  });
+
+  test('the tunnel lands on replica A, whose Lease names it and its peer address', async () => {
+    const lease = await waitFor('the Lease of the tunnel', () => hub.getOptional<Lease>(leasePath), {
+      timeoutMs: 30_000,
+      failFast: () => agent.process.assertRunning(),
+    });
+    assert.equal(lease.spec?.holderIdentity, 'replica-a');
+    assert.equal(lease.spec?.leaseDurationSeconds, 10);
+    assert.equal(
+      lease.metadata?.annotations?.['cluster.core.oam.dev/tunnel-peer-address'],
+      `127.0.0.1:${peerPortA}`,
+    );
+    assert.equal(lease.metadata?.annotations?.['cluster.core.oam.dev/cluster-name'], cluster);
+  });
+
+  test('a request through replica B reaches the cluster through A; B shows A as the holder', async () => {
+    const res = await waitFor(
+      'a GET through replica B',
+      async () => {
+        const r = await gatewayRequest('GET', versionPath, admin, replicaB.url);
+        return r.status === 200 ? r : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
+    assert.ok(res.json<{ gitVersion?: string }>().gitVersion);
+    const direct = await gatewayRequest('GET', versionPath, admin, replicaA.url);
+    assert.equal(direct.status, 200);
+    const gw = (await gatewayRequest('GET', `${proxyPrefix}/${cluster}`, admin, replicaB.url)).json<{
+      spec: { access: { endpoint: { type: string } } };
+      status: { tunnel?: { connected: boolean; replica?: string } };
+    }>();
+    assert.equal(gw.spec.access.endpoint.type, 'ClusterProxy');
+    assert.equal(gw.status.tunnel?.connected, true);
+    assert.equal(gw.status.tunnel?.replica, 'replica-a');
+    // A's peer port saw B's streams (the proof that B did not dial anything else).
+    assert.match(readFileSync(replicaB.logFile, 'utf8'), /tunnel held by another replica: forwarding to it/);
+  });
+
+  test('a watch through replica B streams events of the cluster', async () => {
+    const spoke = await managedClient('cluster1');
+    const name = `e2e-replicas-${Date.now()}`;
+    const watch = watchThrough(
+      replicaB.url,
+      '/api/v1/namespaces/default/configmaps',
+      new RegExp(`"ADDED".*"${name}"`),
+    );
+    try {
+      await watch.opened;
+      await spoke.create('/api/v1/namespaces/default/configmaps', {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, namespace: 'default' },
+        data: { from: 'tunnel-replicas' },
+      });
+      assert.match(await watch.event, new RegExp(name));
+    } finally {
+      watch.close();
+      await spoke.delete(`/api/v1/namespaces/default/configmaps/${name}`).catch(() => {});
+      spoke.close();
+    }
+  });
+
+  test('exec (WebSocket and SPDY) and port-forward through replica B', async () => {
+    const spoke = await managedClient('cluster1');
+    // A TCP service "inside the pod" on port 8080 for port-forward: greets, then echoes.
+    const echo = net.createServer((socket) => {
+      socket.write('hello from behind the tunnel\n');
+      socket.pipe(socket);
+    });
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    const standIn = await startStandIn(spoke, 'cluster1', {
+      portMap: { 8080: (echo.address() as net.AddressInfo).port },
+    });
+    try {
+      // kubectl straight at replica B with a hub client certificate (the gateway trusts the hub's client CA).
+      const kubeconfig = await hubUserKubeconfig(
+        'e2e-replicas-admin',
+        ['system:masters'],
+        `${replicaB.url}${proxyPrefix}/${cluster}/proxy`,
+      );
+      for (const websockets of ['true', 'false']) {
+        const out = await kubectlWith(
+          kubeconfig,
+          ['exec', standIn.pod.name, '--', 'echo', 'through', 'replica', 'b'],
+          {
+            KUBECTL_REMOTE_COMMAND_WEBSOCKETS: websockets,
+          },
+        );
+        assert.equal(out.stdout, 'through replica b\n', `exec, websockets=${websockets}: ${out.stderr}`);
+        const reply = await portForwardPing(kubeconfig, standIn.pod.name, websockets === 'true');
+        assert.match(reply, /hello from behind the tunnel/, `port-forward, websockets=${websockets}`);
+      }
+    } finally {
+      await standIn.stop();
+      echo.close();
+      spoke.close();
+    }
+  });
+
+  test('the peer port refuses a client without a peer certificate, even one the gateway itself trusts', async () => {
+    const fp = frontProxyClient();
+    // A replica is served (200): the same call with the wrong credentials must fail at TLS.
+    const dir = path.join(e2eStateDir, 'tunnel-replicas', 'peer-pki');
+    const replica = {
+      cert: readFileSync(path.join(dir, 'replica-b.crt'), 'utf8'),
+      key: readFileSync(path.join(dir, 'replica-b.key'), 'utf8'),
+    };
+    assert.equal(await peerConnect(peerPortA, ca.cert, replica), 200);
+    for (const [what, options] of [
+      ['no certificate', {}],
+      ['a certificate of another CA', { cert: stranger.cert, key: stranger.key }],
+      ["the aggregator's front-proxy certificate", { cert: fp.cert, key: fp.key }],
+    ] as const) {
+      const result = await peerConnect(peerPortA, ca.cert, options);
+      assert.equal(typeof result, 'string', `${what}: refused at the TLS handshake (got ${result})`);
+    }
+    assert.match(
+      readFileSync(replicaA.logFile, 'utf8'),
+      /peer connection refused: no valid peer client certificate/,
+    );
+  });
+
+  test('replica A killed: the agent reconnects to B, service is back within 5 s, the Lease names B', async () => {
+    const before = await gatewayRequest('GET', versionPath, admin, replicaB.url);
+    assert.equal(before.status, 200);
+    const killedAt = Date.now();
+    replicaA.process.kill('SIGKILL');
+    const failures: { status: number; message: string }[] = [];
+    let backAt = 0;
+    while (Date.now() - killedAt < 15_000) {
+      const r = await gatewayRequest('GET', versionPath, admin, replicaB.url);
+      if (r.status === 200) {
+        backAt = Date.now();
+        break;
+      }
+      failures.push({ status: r.status, message: messageOf(r.body) });
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const failoverMs = backAt - killedAt;
+    console.log(
+      `failover: service back through replica B ${failoverMs} ms after replica A was killed; ${failures.length} failed requests meanwhile${failures[0] ? `, e.g. ${failures[0].status}: ${failures[0].message}` : ''}`,
+    );
+    assert.ok(backAt > 0, 'service came back');
+    assert.ok(failoverMs < 5_000, `service back within 5 s (took ${failoverMs} ms)`);
+    // Meanwhile every failure was a clear 503 saying why, never a hang or a bare error.
+    for (const f of failures) {
+      assert.equal(f.status, 503);
+      assert.match(f.message, /cluster "replicacluster"/);
+    }
+    const lease = await waitFor(
+      'the Lease to name replica B',
+      async () => {
+        const l = await hub.getOptional<Lease>(leasePath);
+        return l?.spec?.holderIdentity === 'replica-b' ? l : undefined;
+      },
+      { timeoutMs: 10_000 },
+    );
+    assert.equal(
+      lease.metadata?.annotations?.['cluster.core.oam.dev/tunnel-peer-address'],
+      `127.0.0.1:${peerPortB}`,
+    );
+    assert.equal(lease.spec?.leaseTransitions, 1);
+  });
+
+  test('replica B shut down gracefully (SIGTERM): its tunnel drains to a restarted A, served through A within 5 s', async () => {
+    const dir = path.join(e2eStateDir, 'tunnel-replicas', 'peer-pki');
+    replicaA = await startReplica('replica-a', peerPortA, dir);
+    // A sees B's Lease and forwards to it before anything moves.
+    await waitFor(
+      'a GET through the restarted replica A',
+      async () => (await gatewayRequest('GET', versionPath, admin, replicaA.url)).status === 200,
+      { timeoutMs: 20_000 },
+    );
+    const stoppedAt = Date.now();
+    replicaB.stop();
+    let backAt = 0;
+    while (Date.now() - stoppedAt < 15_000) {
+      const r = await gatewayRequest('GET', versionPath, admin, replicaA.url);
+      const holder = (await hub.getOptional<Lease>(leasePath))?.spec?.holderIdentity;
+      if (r.status === 200 && holder === 'replica-a') {
+        backAt = Date.now();
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    console.log(
+      `graceful: tunnel held by replica A again ${backAt - stoppedAt} ms after replica B got SIGTERM`,
+    );
+    assert.ok(backAt > 0 && backAt - stoppedAt < 5_000, `back within 5 s (took ${backAt - stoppedAt} ms)`);
+    assert.match(readFileSync(replicaB.logFile, 'utf8'), /"reason":"shutdown"/);
+  });
+
+  test('a stale Lease of a dead replica routes into the void for its duration at most, with a clear 503', async () => {
+    // A holds the tunnel now; stop the agent and pretend a dead replica still holds it.
+    await agent.process.stop();
+    // Released, not deleted (the gateway needs no delete on Leases): the holder is emptied.
+    await waitFor(
+      'the Lease to be released',
+      async () => !(await hub.get<Lease>(leasePath)).spec?.holderIdentity,
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    const deadPort = await freePort();
+    await hub.apply(
+      leasePath,
+      {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: {
+          name: leaseName(cluster),
+          namespace: leaseNamespace,
+          labels: { 'cluster.core.oam.dev/tunnel-lease': 'true' },
+          annotations: {
+            'cluster.core.oam.dev/cluster-name': cluster,
+            'cluster.core.oam.dev/tunnel-peer-address': `127.0.0.1:${deadPort}`,
+          },
+        },
+        spec: { holderIdentity: 'replica-dead', leaseDurationSeconds: 5 },
+      } as KubeObject,
+      'e2e',
+    );
+    const forwarded = await waitFor(
+      'A to forward to the dead replica',
+      async () => {
+        const r = await gatewayRequest('GET', versionPath, admin, replicaA.url);
+        const message = messageOf(r.body);
+        return r.status === 503 && /replica-dead/.test(message) ? message : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
+    assert.match(
+      forwarded,
+      /cluster "replicacluster" is unreachable: cannot reach the gateway replica "replica-dead"/,
+    );
+    const seenAt = Date.now();
+    // Not renewed: after its 5 s the Lease routes nothing, and the answer says the tunnel is gone.
+    const gone = await waitFor(
+      'the stale Lease to expire',
+      async () => {
+        const r = await gatewayRequest('GET', versionPath, admin, replicaA.url);
+        const message = messageOf(r.body);
+        return r.status === 503 && !/replica-dead/.test(message) ? message : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
+    console.log(`stale Lease: routed nothing ${Date.now() - seenAt} ms after first seen; then: ${gone}`);
+    await hub.delete(leasePath);
+  });
+});

@@ -1,0 +1,226 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { KubeClient } from '../../../shared/kube/client.ts';
+import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
+import {
+  type Lease,
+  LeaseHolder,
+  LeaseReader,
+  leaseName,
+  leasesPath,
+  microTime,
+  readTunnelLease,
+  type TunnelHolder,
+  tunnelLease,
+} from './leases.ts';
+
+const ns = 'cluster-gateway-system';
+const holderA: TunnelHolder = {
+  cluster: 'c1',
+  replica: 'gw-a',
+  address: '10.0.0.1:9444',
+  durationSeconds: 10,
+};
+
+test('Lease names: the cluster after a prefix, hashed when that would be too long', () => {
+  assert.equal(leaseName('cluster1'), 'cluster-gateway-tunnel-cluster1');
+  const long = leaseName('a'.repeat(253));
+  assert.ok(long.length <= 253);
+  assert.match(long, /^cluster-gateway-tunnel-a+-[0-9a-f]{16}$/);
+  assert.notEqual(long, leaseName(`${'a'.repeat(252)}b`), 'different clusters, different names');
+});
+
+test('MicroTime has six fractional digits', () => {
+  assert.equal(microTime(new Date('2026-01-02T03:04:05.678Z')), '2026-01-02T03:04:05.678000Z');
+});
+
+test('a Lease written and read back; taking it over counts a transition, renewing does not', () => {
+  const now = new Date('2026-01-02T03:04:05Z');
+  const lease = tunnelLease(ns, holderA, now);
+  assert.equal(lease.metadata?.name, 'cluster-gateway-tunnel-c1');
+  assert.equal(lease.spec?.holderIdentity, 'gw-a');
+  assert.equal(lease.spec?.leaseTransitions, 0);
+  assert.deepEqual(readTunnelLease(lease), { ...holderA, acquiredAt: now });
+  const renewed = tunnelLease(ns, holderA, new Date(+now + 3000), {
+    ...lease,
+    metadata: { ...lease.metadata, resourceVersion: '7' },
+  });
+  assert.equal(renewed.spec?.acquireTime, lease.spec?.acquireTime);
+  assert.equal(renewed.spec?.leaseTransitions, 0);
+  assert.equal(renewed.metadata?.resourceVersion, '7', 'an update names the version it replaces');
+  const taken = tunnelLease(
+    ns,
+    { ...holderA, replica: 'gw-b', address: '10.0.0.2:9444' },
+    new Date(+now + 4000),
+    renewed,
+  );
+  assert.equal(taken.spec?.leaseTransitions, 1);
+  assert.equal(readTunnelLease(taken)?.replica, 'gw-b');
+});
+
+test('a Lease that does not say who and where, or is named for another cluster, routes nothing', () => {
+  const lease = tunnelLease(ns, holderA, new Date());
+  assert.equal(readTunnelLease({ ...lease, spec: { ...lease.spec, holderIdentity: '' } }), undefined);
+  assert.equal(readTunnelLease({ ...lease, metadata: { ...lease.metadata, annotations: {} } }), undefined);
+  assert.equal(
+    readTunnelLease({ ...lease, metadata: { ...lease.metadata, name: 'cluster-gateway-tunnel-other' } }),
+    undefined,
+  );
+});
+
+/** An apiserver's Lease store: resourceVersions, 409 on a stale update, delete preconditions. */
+function fakeApiserver() {
+  const store = new Map<string, Lease>();
+  let version = 0;
+  const calls: string[] = [];
+  const client = {
+    async request<T>(method: string, path: string, options: { body?: unknown } = {}): Promise<T> {
+      calls.push(`${method} ${path}`);
+      const body = options.body as Lease & { preconditions?: { resourceVersion?: string } };
+      if (method === 'POST') {
+        const name = body.metadata?.name ?? '';
+        const key = `${path}/${name}`;
+        if (store.has(key)) throw new StatusError(failureStatus(409, 'exists'));
+        store.set(key, { ...body, metadata: { ...body.metadata, resourceVersion: String(++version) } });
+        return store.get(key) as T;
+      }
+      const current = store.get(path);
+      if (!current) throw new StatusError(failureStatus(404, 'not found'));
+      if (method === 'GET') return structuredClone(current) as T;
+      if (method === 'PUT') {
+        if (body.metadata?.resourceVersion !== current.metadata?.resourceVersion)
+          throw new StatusError(failureStatus(409, 'conflict'));
+        store.set(path, { ...body, metadata: { ...body.metadata, resourceVersion: String(++version) } });
+        return store.get(path) as T;
+      }
+      if (method === 'DELETE') {
+        const want = body?.preconditions?.resourceVersion;
+        if (want && want !== current.metadata?.resourceVersion)
+          throw new StatusError(failureStatus(409, 'precondition'));
+        store.delete(path);
+        return undefined as T;
+      }
+      throw new Error(method);
+    },
+  };
+  return { client, store, calls };
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 20));
+const pathOf = (cluster: string) => `${leasesPath(ns)}/${leaseName(cluster)}`;
+
+test("the holder writes a Lease per tunnel, takes over another replica's, and releases only its own", async () => {
+  const api = fakeApiserver();
+  const a = new LeaseHolder({
+    client: api.client,
+    namespace: ns,
+    replica: 'gw-a',
+    address: 'a:1',
+    durationSeconds: 10,
+  });
+  const b = new LeaseHolder({
+    client: api.client,
+    namespace: ns,
+    replica: 'gw-b',
+    address: 'b:1',
+    durationSeconds: 10,
+  });
+  a.hold('c1', new Date());
+  await settle();
+  assert.equal(api.store.get(pathOf('c1'))?.spec?.holderIdentity, 'gw-a');
+  // The agent moved to b: b takes the Lease over; a's late release must not delete b's.
+  b.hold('c1', new Date());
+  await settle();
+  a.release('c1');
+  await settle();
+  const lease = api.store.get(pathOf('c1'));
+  assert.equal(lease?.spec?.holderIdentity, 'gw-b');
+  assert.equal(lease?.metadata?.annotations?.['cluster.core.oam.dev/tunnel-peer-address'], 'b:1');
+  assert.equal(lease?.spec?.leaseTransitions, 1);
+  await b.stop();
+  const released = api.store.get(pathOf('c1'));
+  assert.equal(released?.spec?.holderIdentity, undefined, 'released on stop: no holder');
+  assert.equal(readTunnelLease(released as Lease), undefined, 'a released Lease routes nothing');
+  assert.ok(!api.calls.some((c) => c.startsWith('DELETE')), 'releasing needs no delete permission');
+});
+
+test('a renewal never takes the Lease back from the replica the agent moved to', async () => {
+  const api = fakeApiserver();
+  const options = { client: api.client, namespace: ns, durationSeconds: 3 };
+  const a = new LeaseHolder({ ...options, replica: 'gw-a', address: 'a:1' });
+  const b = new LeaseHolder({ ...options, replica: 'gw-b', address: 'b:1' });
+  a.hold('c1', new Date());
+  await settle();
+  // The agent moved to b while a has not noticed its tunnel died: a keeps renewing (every 1 s).
+  b.hold('c1', new Date());
+  await settle();
+  a.start();
+  await new Promise((r) => setTimeout(r, 1_100));
+  assert.equal(api.store.get(pathOf('c1'))?.spec?.holderIdentity, 'gw-b', "a's renewal left b's Lease alone");
+  // a notices at last: its release leaves b as the holder.
+  a.release('c1');
+  await settle();
+  assert.equal(api.store.get(pathOf('c1'))?.spec?.holderIdentity, 'gw-b');
+  // A new tunnel on a (the agent came back) takes it over again.
+  a.hold('c1', new Date());
+  await settle();
+  assert.equal(api.store.get(pathOf('c1'))?.spec?.holderIdentity, 'gw-a');
+  await a.stop();
+  await b.stop();
+});
+
+test('a hold and a release in quick succession end released (writes are ordered per cluster)', async () => {
+  const api = fakeApiserver();
+  const a = new LeaseHolder({
+    client: api.client,
+    namespace: ns,
+    replica: 'gw-a',
+    address: 'a:1',
+    durationSeconds: 10,
+  });
+  a.hold('c1', new Date());
+  a.release('c1');
+  await settle();
+  assert.equal(api.store.get(pathOf('c1'))?.spec?.holderIdentity, undefined);
+  assert.deepEqual(a.held, []);
+});
+
+test("the reader reports other replicas' live Leases, ignores its own, and expires unrenewed ones", () => {
+  let now = 1_000_000;
+  const changes: [string, string | undefined][] = [];
+  const reader = new LeaseReader({
+    client: {} as KubeClient,
+    namespace: ns,
+    replica: 'gw-b',
+    onChange: (cluster, holder) => changes.push([cluster, holder?.replica]),
+    now: () => now,
+  });
+  reader.observe(tunnelLease(ns, holderA, new Date()));
+  reader.observe(tunnelLease(ns, { ...holderA, cluster: 'mine', replica: 'gw-b' }, new Date()));
+  assert.equal(reader.get('c1')?.address, '10.0.0.1:9444');
+  assert.equal(reader.get('mine'), undefined, 'its own Leases are not forwarded to');
+  // A renewal seen at +8 s keeps it live past the first 10 s; nothing seen for 10 s more: gone.
+  now += 8_000;
+  reader.observe(tunnelLease(ns, holderA, new Date()));
+  now += 9_000;
+  reader.sweep();
+  assert.ok(reader.get('c1'));
+  now += 1_000;
+  assert.equal(reader.get('c1'), undefined, 'expired even before the sweep');
+  reader.sweep();
+  // Taken over by this replica: the other's entry goes; deleted Leases go at once.
+  reader.observe(tunnelLease(ns, holderA, new Date()));
+  reader.observe(tunnelLease(ns, { ...holderA, replica: 'gw-b' }, new Date()));
+  assert.equal(reader.get('c1'), undefined);
+  reader.observe(tunnelLease(ns, holderA, new Date()));
+  reader.forget(tunnelLease(ns, holderA, new Date()));
+  assert.equal(reader.get('c1'), undefined);
+  assert.deepEqual(changes, [
+    ['c1', 'gw-a'],
+    ['c1', undefined],
+    ['c1', 'gw-a'],
+    ['c1', undefined],
+    ['c1', 'gw-a'],
+    ['c1', undefined],
+  ]);
+});

@@ -1,0 +1,341 @@
+/**
+ * Which gateway replica holds which cluster's agent tunnel, kept in the hub as one
+ * coordination.k8s.io Lease per cluster (`cluster-gateway-tunnel-<cluster>` in the gateway's
+ * namespace): holderIdentity is the replica, an annotation its peer address (peers.ts).
+ *
+ * - LeaseHolder writes the Leases of the tunnels this replica holds, renews them every third of
+ *   their duration while the tunnel is up, and releases them (holder emptied) when it goes, only
+ *   while it is still the holder: an agent that moved on has made another replica the holder. The agent's
+ *   newest connection is the truth, so a replica that gets a tunnel takes the Lease over whoever
+ *   held it: there is no election to win.
+ * - LeaseReader watches them and reports the live ones of other replicas. Whether a Lease is live
+ *   is judged by this replica's clock from when it last saw the Lease change (as client-go's leader
+ *   election does), not by renewTime, so clock skew between replicas does not matter: a replica
+ *   that died stops renewing, and within the Lease's duration nobody forwards to it any more.
+ */
+import { createHash } from 'node:crypto';
+import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
+import { Informer, type InformerOptions } from '../../../shared/kube/informer.ts';
+import { StatusError } from '../../../shared/kube/status.ts';
+
+export const leaseLabel = 'cluster.core.oam.dev/tunnel-lease';
+export const leaseClusterAnnotation = 'cluster.core.oam.dev/cluster-name';
+export const leasePeerAddressAnnotation = 'cluster.core.oam.dev/tunnel-peer-address';
+const leasePrefix = 'cluster-gateway-tunnel-';
+
+export interface Lease extends KubeObject {
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+}
+
+/** A cluster's tunnel as a Lease says: who holds it and where to reach them. */
+export interface TunnelHolder {
+  cluster: string;
+  replica: string;
+  address: string;
+  durationSeconds: number;
+  acquiredAt?: Date;
+}
+
+/**
+ * The Lease name of `cluster`. A cluster name may be 253 characters, the prefix would push it past
+ * the limit: long names are shortened with a hash (the cluster is in an annotation either way).
+ */
+export function leaseName(cluster: string): string {
+  const name = `${leasePrefix}${cluster}`;
+  if (name.length <= 253) return name;
+  const hash = createHash('sha256').update(cluster).digest('hex').slice(0, 16);
+  return `${name.slice(0, 253 - 17).replace(/[-.]+$/, '')}-${hash}`;
+}
+
+export function leasesPath(namespace: string): string {
+  return `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+}
+
+/** MicroTime: RFC 3339 with exactly six fractional digits, as the apiserver expects. */
+export function microTime(at: Date): string {
+  return at.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+/** The Lease `holder` writes, built on `current` (what is stored now, if anything). */
+export function tunnelLease(namespace: string, holder: TunnelHolder, now: Date, current?: Lease): Lease {
+  const taken = current?.spec?.holderIdentity !== holder.replica;
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: leaseName(holder.cluster),
+      namespace,
+      labels: { ...current?.metadata?.labels, [leaseLabel]: 'true' },
+      annotations: {
+        ...current?.metadata?.annotations,
+        [leaseClusterAnnotation]: holder.cluster,
+        [leasePeerAddressAnnotation]: holder.address,
+      },
+      ...(current?.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}),
+    },
+    spec: {
+      holderIdentity: holder.replica,
+      leaseDurationSeconds: holder.durationSeconds,
+      acquireTime:
+        taken || !current?.spec?.acquireTime ? microTime(holder.acquiredAt ?? now) : current.spec.acquireTime,
+      renewTime: microTime(now),
+      leaseTransitions: (current?.spec?.leaseTransitions ?? 0) + (current && taken ? 1 : 0),
+    },
+  };
+}
+
+/** What a Lease says, or undefined for one that is not a usable tunnel Lease (released, malformed). */
+export function readTunnelLease(lease: Lease): TunnelHolder | undefined {
+  const cluster = lease.metadata?.annotations?.[leaseClusterAnnotation];
+  const address = lease.metadata?.annotations?.[leasePeerAddressAnnotation];
+  const replica = lease.spec?.holderIdentity;
+  const duration = lease.spec?.leaseDurationSeconds;
+  if (!cluster || !address || !replica || !duration || duration <= 0) return undefined;
+  // The name must be the cluster's: anyone able to write one Lease must not be able to redirect another cluster.
+  if (lease.metadata?.name !== leaseName(cluster)) return undefined;
+  const acquired = lease.spec?.acquireTime ? new Date(lease.spec.acquireTime) : undefined;
+  return {
+    cluster,
+    replica,
+    address,
+    durationSeconds: duration,
+    ...(acquired && !Number.isNaN(+acquired) ? { acquiredAt: acquired } : {}),
+  };
+}
+
+export interface LeaseHolderOptions {
+  client: Pick<KubeClient, 'request'>;
+  namespace: string;
+  replica: string;
+  address: string;
+  durationSeconds: number;
+  onError?: (cluster: string, err: unknown) => void;
+  now?: () => Date;
+}
+
+export class LeaseHolder {
+  readonly #o: LeaseHolderOptions;
+  /** The clusters held, with when their tunnel connected. */
+  readonly #held = new Map<string, Date>();
+  /** One write at a time per cluster, in order: a release never races the renewal before it. */
+  readonly #queues = new Map<string, Promise<void>>();
+  /** The Lease as this replica last stored it, per held cluster. */
+  readonly #written = new Map<string, Lease>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: LeaseHolderOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#timer ??= setInterval(
+      () => {
+        for (const cluster of this.#held.keys()) this.#enqueue(cluster, () => this.#write(cluster, 'renew'));
+      },
+      Math.max(1000, (this.#o.durationSeconds * 1000) / 3),
+    );
+    this.#timer.unref();
+  }
+
+  hold(cluster: string, connectedAt: Date): void {
+    this.#held.set(cluster, connectedAt);
+    this.#enqueue(cluster, () => this.#write(cluster, 'take'));
+  }
+
+  release(cluster: string): void {
+    if (!this.#held.delete(cluster)) return;
+    this.#enqueue(cluster, () => this.#release(cluster));
+  }
+
+  get held(): string[] {
+    return [...this.#held.keys()];
+  }
+
+  /** Stops renewing and releases every Lease; resolves when done or after `timeoutMs`. */
+  async stop(timeoutMs = 3_000): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    for (const cluster of [...this.#held.keys()]) this.release(cluster);
+    const all = Promise.all([...this.#queues.values()]);
+    await Promise.race([all, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+  }
+
+  #enqueue(cluster: string, work: () => Promise<void>): void {
+    const next = (this.#queues.get(cluster) ?? Promise.resolve())
+      .then(work)
+      .catch((err: unknown) => this.#o.onError?.(cluster, err));
+    this.#queues.set(cluster, next);
+    void next.then(() => {
+      if (this.#queues.get(cluster) === next) this.#queues.delete(cluster);
+    });
+  }
+
+  /**
+   * `take`: a tunnel just connected here, the agent's newest connection, so the Lease is taken over
+   * whoever holds it. `renew`: only while this replica still holds it; a renewal that finds another
+   * holder gives up, since the agent has moved there and this replica's tunnel is a dead one not yet
+   * noticed (taking the Lease back would route the other replicas into it).
+   */
+  async #write(cluster: string, intent: 'take' | 'renew'): Promise<void> {
+    const connectedAt = this.#held.get(cluster);
+    if (!connectedAt) return; // released meanwhile
+    const path = `${leasesPath(this.#o.namespace)}/${leaseName(cluster)}`;
+    // A renewal updates the Lease last written (one request); a conflict means another replica
+    // wrote in between: read it and decide again.
+    for (let attempt = 0; ; attempt++) {
+      const current =
+        attempt === 0 && this.#written.has(cluster) ? this.#written.get(cluster) : await this.#get(path);
+      const holder = current?.spec?.holderIdentity;
+      if (intent === 'renew' && holder && holder !== this.#o.replica) return;
+      const lease = tunnelLease(
+        this.#o.namespace,
+        {
+          cluster,
+          replica: this.#o.replica,
+          address: this.#o.address,
+          durationSeconds: this.#o.durationSeconds,
+          acquiredAt: connectedAt,
+        },
+        this.#o.now?.() ?? new Date(),
+        current,
+      );
+      try {
+        const stored = current
+          ? await this.#o.client.request<Lease>('PUT', path, { body: lease })
+          : await this.#o.client.request<Lease>('POST', leasesPath(this.#o.namespace), { body: lease });
+        if (stored?.metadata?.resourceVersion && this.#held.has(cluster)) this.#written.set(cluster, stored);
+        return;
+      } catch (err) {
+        this.#written.delete(cluster);
+        if (attempt < 2 && err instanceof StatusError && (err.code === 409 || err.code === 404)) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * A release empties the holder (as client-go's leader election does) rather than deleting the
+   * Lease: the gateway then needs no delete on Leases, and the next tunnel of the cluster reuses it.
+   */
+  async #release(cluster: string): Promise<void> {
+    this.#written.delete(cluster);
+    const path = `${leasesPath(this.#o.namespace)}/${leaseName(cluster)}`;
+    const current = await this.#get(path);
+    if (!current || current.spec?.holderIdentity !== this.#o.replica) return; // another replica holds it now
+    const { holderIdentity: _, ...spec } = current.spec;
+    try {
+      // PUT with the version read: a replica that took it over in between keeps it (409).
+      await this.#o.client.request('PUT', path, { body: { ...current, spec } });
+    } catch (err) {
+      if (err instanceof StatusError && (err.code === 409 || err.code === 404)) return;
+      throw err;
+    }
+  }
+
+  async #get(path: string): Promise<Lease | undefined> {
+    try {
+      return await this.#o.client.request<Lease>('GET', path);
+    } catch (err) {
+      if (err instanceof StatusError && err.code === 404) return undefined;
+      throw err;
+    }
+  }
+}
+
+export interface LeaseReaderOptions {
+  client: KubeClient;
+  namespace: string;
+  /** This replica: its own Leases are not reported (it knows its tunnels first hand). */
+  replica: string;
+  /** A cluster's holder changed: another replica's live tunnel, or undefined for none. */
+  onChange: (cluster: string, holder: TunnelHolder | undefined) => void;
+  informer?: Partial<InformerOptions>;
+  now?: () => number;
+  /** How often expiry is checked (default 1 s). */
+  sweepMs?: number;
+}
+
+/** Live tunnel Leases of the other replicas, by cluster. */
+export class LeaseReader {
+  readonly #o: LeaseReaderOptions;
+  readonly informer: Informer<Lease>;
+  readonly #live = new Map<string, { holder: TunnelHolder; expiresAt: number; key: string }>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: LeaseReaderOptions) {
+    this.#o = options;
+    this.informer = new Informer<Lease>(options.client, {
+      ...options.informer,
+      path: leasesPath(options.namespace),
+      labelSelector: `${leaseLabel}=true`,
+    });
+    this.informer.on({
+      onAdd: (lease) => this.observe(lease),
+      onUpdate: (_old, lease) => this.observe(lease),
+      onDelete: (lease) => this.forget(lease),
+    });
+  }
+
+  start(): void {
+    void this.informer.start();
+    this.#timer ??= setInterval(() => this.sweep(), this.#o.sweepMs ?? 1000);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.informer.stop();
+  }
+
+  get(cluster: string): TunnelHolder | undefined {
+    const entry = this.#live.get(cluster);
+    return entry && entry.expiresAt > this.#now() ? entry.holder : undefined;
+  }
+
+  /** A Lease seen (added or changed): live for its duration from now. Public for tests. */
+  observe(lease: Lease): void {
+    const key = lease.metadata?.name ?? '';
+    const holder = readTunnelLease(lease);
+    const previous = [...this.#live.entries()].find(([, e]) => e.key === key);
+    if (!holder || holder.replica === this.#o.replica) {
+      if (previous) this.#drop(previous[0]);
+      return;
+    }
+    const before = this.#live.get(holder.cluster)?.holder;
+    this.#live.set(holder.cluster, {
+      holder,
+      expiresAt: this.#now() + holder.durationSeconds * 1000,
+      key,
+    });
+    if (!before || before.replica !== holder.replica || before.address !== holder.address) {
+      this.#o.onChange(holder.cluster, holder);
+    }
+  }
+
+  forget(lease: Lease): void {
+    const key = lease.metadata?.name ?? '';
+    for (const [cluster, entry] of this.#live) if (entry.key === key) this.#drop(cluster);
+  }
+
+  /** Drops the Leases not renewed within their duration (a replica that died). Public for tests. */
+  sweep(): void {
+    const now = this.#now();
+    for (const [cluster, entry] of this.#live) if (entry.expiresAt <= now) this.#drop(cluster);
+  }
+
+  #drop(cluster: string): void {
+    this.#live.delete(cluster);
+    this.#o.onChange(cluster, undefined);
+  }
+
+  #now(): number {
+    return this.#o.now?.() ?? Date.now();
+  }
+}
