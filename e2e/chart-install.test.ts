@@ -434,6 +434,54 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     assert.equal(await proxiedByInstalledGateway('cluster1'), before + 1, 'proxied by the installed gateway');
   });
 
+  test("the agents' tunnels land on the installed gateway, which shares them with its other replicas through Leases", async () => {
+    // The manager runs the gateway with tunnel sharing on (workload.ts: peerArgs): the replica holding
+    // a cluster's tunnel writes a Lease naming itself and its peer address, and renews it.
+    type Lease = KubeObject & {
+      metadata: { annotations?: Record<string, string> };
+      spec?: { holderIdentity?: string; renewTime?: string };
+    };
+    const leasePath = (c: string) =>
+      `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/cluster-gateway-tunnel-${c}`;
+    const first = new Map<string, Lease>();
+    await waitFor(
+      'a held tunnel Lease per cluster in the install namespace',
+      async () => {
+        for (const c of clusters) {
+          const lease = await hub.getOptional<Lease>(leasePath(c));
+          if (!lease?.spec?.holderIdentity) return false;
+          first.set(c, lease);
+        }
+        return true;
+      },
+      { timeoutMs: 60_000 },
+    );
+    for (const [c, lease] of first) {
+      assert.equal(lease.metadata.annotations?.['cluster.core.oam.dev/cluster-name'], c);
+      assert.match(
+        lease.metadata.annotations?.['cluster.core.oam.dev/tunnel-peer-address'] ?? '',
+        /^127\.0\.0\.1:\d+$/,
+        "the pod's IP (the runner's pod IP) and its peer port",
+      );
+      assert.match(
+        lease.spec?.holderIdentity ?? '',
+        new RegExp(`^${gatewayName}`),
+        'the gateway pod holds it',
+      );
+    }
+    await waitFor(
+      'the Leases renewed',
+      async () => {
+        for (const c of clusters) {
+          const lease = await hub.getOptional<Lease>(leasePath(c));
+          if (lease?.spec?.renewTime === first.get(c)?.spec?.renewTime) return false;
+        }
+        return true;
+      },
+      { timeoutMs: 15_000 },
+    );
+  });
+
   test('the APIService or the gateway Service deleted by hand: back, discovery healthy, within 10 s', async () => {
     for (const [what, objectPath] of [
       ['APIService', apiServicePath],

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  expandEnvReferences,
   MissingReference,
   type PodTemplate,
   rewritePaths,
@@ -142,4 +143,31 @@ test('remapped ports: declared container ports are rewritten where a value ends 
   assert.deepEqual(spec.args, ['main.ts', '--port=23456']);
   assert.equal(spec.env.PORT, '23456');
   assert.equal(spec.ports.get(8080), 23456);
+});
+
+test('$(VAR) in args is the container env var, as the kubelet expands it; then ports are remapped', () => {
+  assert.equal(expandEnvReferences('$(A):$(B)', { A: 'x', B: 'y' }), 'x:y');
+  assert.equal(expandEnvReferences('$(MISSING)', {}), '$(MISSING)', 'undefined: left as written');
+  assert.equal(expandEnvReferences('$$(A) $$', { A: 'x' }), '$(A) $', '$$ escapes');
+  const spec = translatePod({
+    template: {
+      spec: {
+        containers: [
+          {
+            name: 'gateway',
+            command: ['node', 'main.ts', '--peer-address=$(POD_IP):9444'],
+            env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+            ports: [{ name: 'peer', containerPort: 9444 }],
+          },
+        ],
+      },
+    },
+    pod,
+    objects: { secrets: new Map(), configMaps: new Map() },
+    podDir: '/state/pod',
+    pathMap: {},
+    nodeExecutable: 'node',
+    portMap: new Map([[9444, 30001]]),
+  });
+  assert.deepEqual(spec.args, ['main.ts', '--peer-address=127.0.0.1:30001']);
 });

@@ -129,9 +129,18 @@ export function translatePod(options: TranslateOptions): LocalProcessSpec {
     const value = envValue(v, pod, objects);
     if (value !== undefined) env[v.name] = rewrite(value);
   }
-  const [first, ...rest] = argv.map(rewrite);
+  // As the kubelet does: $(VAR) in command and args is the container's env var VAR ($$ is a literal $).
+  const [first, ...rest] = argv.map((a) => rewrite(expandEnvReferences(a, env)));
   const command = first === 'node' ? options.nodeExecutable : (first as string);
   return { command, args: rest, env, volumes, mounts, ports };
+}
+
+/** `$(NAME)` -> env NAME where it is defined (left as written otherwise, as Kubernetes does); `$$` -> `$`. */
+export function expandEnvReferences(value: string, env: Record<string, string>): string {
+  return value.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (whole, name?: string) => {
+    if (name === undefined) return '$';
+    return env[name] ?? whole;
+  });
 }
 
 /** Replaces a mapped port where a value ends with it: `--port=8080`, `0.0.0.0:8080`, `8080`. */

@@ -39,6 +39,8 @@ export interface SecretData {
   'ca-previous.crt'?: string;
   'tls.crt'?: string;
   'tls.key'?: string;
+  /** The current and previous CA in one PEM file: what the gateway's replicas trust in each other (gateway-deploy/). */
+  'ca-bundle.crt'?: string;
 }
 
 export type Renewal = 'none' | 'serving' | 'ca';

@@ -124,6 +124,8 @@ describe('GatewayController.reconcile', () => {
       'apply RoleBinding kube-system/cluster-gateway:auth-reader',
       'apply Role open-cluster-management-credentials/cluster-gateway:credentials',
       'apply RoleBinding open-cluster-management-credentials/cluster-gateway:credentials',
+      'apply Role cg-system/cluster-gateway:tunnel-leases',
+      'apply RoleBinding cg-system/cluster-gateway:tunnel-leases',
       'apply Secret cg-system/cluster-gateway-tls',
       'apply Service cg-system/cluster-gateway',
       'apply PodDisruptionBudget cg-system/cluster-gateway',
@@ -171,7 +173,7 @@ describe('GatewayController.reconcile', () => {
 
     t.writes.length = 0;
     await t.controller.reconcile();
-    assert.equal(t.writes.length, 11, 'every gateway object gains the APIService as second owner');
+    assert.equal(t.writes.length, 13, 'every gateway object gains the APIService as second owner');
     const owners = (t.deployment()?.metadata?.ownerReferences ?? []) as { kind: string }[];
     assert.deepEqual(
       owners.map((o) => o.kind),

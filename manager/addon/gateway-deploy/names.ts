@@ -28,11 +28,17 @@ export const gatewayLabelSelector = `app.kubernetes.io/component=gateway,app.kub
 /** Where the gateway container finds its serving certificate. */
 export const servingCertificateDir = '/etc/cluster-gateway/tls';
 
+/**
+ * The port on which replicas forward agent-tunnel streams to the replica holding the tunnel (mutual
+ * TLS, tunnel/peers.ts). Pod to pod only: no Service exposes it.
+ */
+export const tunnelPeerPort = 9444;
+
 export interface GatewayNames {
   namespace: string;
   /** Deployment, Service, ServiceAccount, PodDisruptionBudget. */
   name: string;
-  /** The CA and the serving certificate (the pod mounts only the latter's two keys). */
+  /** The CA and the serving certificate (the pod mounts the latter's two keys and the CA bundle, never the CA key). */
   tlsSecret: string;
   credentialNamespace: string;
   /** ClusterRole and ClusterRoleBinding: clusters, proxy configurations. */
@@ -43,6 +49,8 @@ export interface GatewayNames {
   authReader: string;
   /** Role and RoleBinding in the credential namespace. */
   credentials: string;
+  /** Role and RoleBinding in the gateway's namespace: the per-cluster tunnel Leases (tunnel/leases.ts). */
+  tunnelLeases: string;
   /** Pod labels the Deployment, Service and PodDisruptionBudget select on. */
   podSelector: Record<string, string>;
 }
@@ -57,6 +65,7 @@ export function gatewayNames(namespace: string, name: string, credentialNamespac
     authDelegator: `${name}:auth-delegator`,
     authReader: `${name}:auth-reader`,
     credentials: `${name}:credentials`,
+    tunnelLeases: `${name}:tunnel-leases`,
     podSelector: { 'app.kubernetes.io/name': name, 'app.kubernetes.io/component': 'gateway' },
   };
 }

@@ -64,6 +64,14 @@ export const managedGatewayFlags = [
   'kubeconfig',
   'secret-namespace',
   'tunnel-addon-name',
+  // Tunnel sharing between replicas (workload.ts: peerArgs).
+  'tunnel-peer-port',
+  'tunnel-peer-cert',
+  'tunnel-peer-key',
+  'tunnel-peer-ca',
+  'tunnel-peer-address',
+  'tunnel-replica-name',
+  'tunnel-lease-namespace',
 ] as const;
 
 export const gatewayFlags = {

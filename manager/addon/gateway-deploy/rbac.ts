@@ -85,5 +85,26 @@ export function gatewayRbac(names: GatewayNames): KubeObject[] {
       roleRef: { apiGroup: rbacGroup, kind: 'Role', name: names.credentials },
       subjects,
     },
+    {
+      apiVersion: rbacApi,
+      kind: 'Role',
+      metadata: { name: names.tunnelLeases, namespace: names.namespace, labels },
+      rules: [
+        {
+          apiGroups: ['coordination.k8s.io'],
+          resources: ['leases'],
+          // tunnel/leases.ts: a Lease per tunnelled cluster, written by the replica holding its tunnel and
+          // watched by the others. A released Lease is emptied, never deleted: no delete.
+          verbs: ['get', 'list', 'watch', 'create', 'update'],
+        },
+      ],
+    },
+    {
+      apiVersion: rbacApi,
+      kind: 'RoleBinding',
+      metadata: { name: names.tunnelLeases, namespace: names.namespace, labels },
+      roleRef: { apiGroup: rbacGroup, kind: 'Role', name: names.tunnelLeases },
+      subjects,
+    },
   ];
 }

@@ -1,6 +1,7 @@
 /**
  * The gateway's CA and serving certificate, kept in one Secret
- * (`<gateway>-tls`: ca.crt, ca.key, ca-previous.crt, tls.crt, tls.key).
+ * (`<gateway>-tls`: ca.crt, ca.key, ca-previous.crt, tls.crt, tls.key, and
+ * ca-bundle.crt, the current and previous CA, which the replicas trust in each other).
  * The approach of ../webhook-certificate.ts, whose rules it reuses
  * (repairNeeded, caBundleOf): renew the serving certificate with a third of
  * its life left (same CA, so the APIService caBundle does not change), and
@@ -84,7 +85,8 @@ export function planRotation(
   if (repair === 'ca') return { renewal: 'ca', reason: 'repair' };
   const ca = rotationOf(data['ca.crt'], settings.caValidForMs, settings, now);
   if (ca && ca.at <= now) return { renewal: 'ca', reason: ca.reason };
-  if (repair === 'serving') return { renewal: 'serving', reason: 'repair' };
+  // The CA bundle is written with every certificate; a Secret from before it existed gets one with a new leaf.
+  if (repair === 'serving' || !data['ca-bundle.crt']) return { renewal: 'serving', reason: 'repair' };
   const leaf = rotationOf(data['tls.crt'], settings.servingValidForMs, settings, now);
   if (leaf && leaf.at <= now) return { renewal: 'serving', reason: leaf.reason };
   return { renewal: 'none', reason: 'none' };
@@ -113,11 +115,21 @@ async function issue(
     commonName: settings.subject,
     dnsNames: settings.hosts.filter((h) => !isIP(h)),
     ipAddresses: settings.hosts.filter((h) => isIP(h)),
-    usage: 'server',
+    // Server for the aggregator and for the other replicas; client when forwarding to the replica holding a
+    // tunnel (tunnel/peers.ts), which trusts the CA bundle below.
+    usage: 'both',
     validForMs: settings.servingValidForMs,
     backdateMs: backdateMs(settings.servingValidForMs),
   });
-  return { ...next, 'ca.crt': ca.cert, 'ca.key': ca.key, 'tls.crt': leaf.cert, 'tls.key': leaf.key };
+  const bundle = [ca.cert, next['ca-previous.crt']].filter((pem): pem is string => !!pem);
+  return {
+    ...next,
+    'ca.crt': ca.cert,
+    'ca.key': ca.key,
+    'tls.crt': leaf.cert,
+    'tls.key': leaf.key,
+    'ca-bundle.crt': bundle.map((pem) => `${pem.trimEnd()}\n`).join(''),
+  };
 }
 
 /** The earliest of: the CA's and the leaf's rotation times (rotation-schedule.ts), the previous CA's expiry. */

@@ -46,10 +46,66 @@ describe('gateway workload', () => {
     assert.equal(pod.serviceAccountName, 'cluster-gateway');
     assert.deepEqual(container.command, ['node', '/app/manager/gateway/main.ts']);
     assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
-    // Only the serving pair is mounted: the CA key stays in the Secret.
+    // The serving pair and the CA bundle are mounted: the CA key stays in the Secret.
     assert.deepEqual(
       pod.volumes[0].secret.items.map((i: { key: string }) => i.key),
-      ['tls.crt', 'tls.key'],
+      ['tls.crt', 'tls.key', 'ca-bundle.crt'],
+    );
+  });
+
+  test('agent tunnels on (the default): replicas share tunnels over the peer port, found through Leases', () => {
+    const d = deployment(spec()) as Loose;
+    const [container] = d.spec.template.spec.containers;
+    const peerArgs = container.args.filter((a: string) => /^--tunnel-(peer|lease)/.test(a));
+    assert.deepEqual(peerArgs, [
+      '--tunnel-peer-port=9444',
+      '--tunnel-peer-cert=/etc/cluster-gateway/tls/tls.crt',
+      '--tunnel-peer-key=/etc/cluster-gateway/tls/tls.key',
+      '--tunnel-peer-ca=/etc/cluster-gateway/tls/ca-bundle.crt',
+      '--tunnel-peer-address=$(POD_IP):9444',
+      '--tunnel-lease-namespace=cg-system',
+    ]);
+    const env = Object.fromEntries(
+      container.env.map((e: Loose) => [e.name, e.valueFrom?.fieldRef?.fieldPath ?? e.value]),
+    );
+    assert.equal(env.POD_IP, 'status.podIP', 'the kubelet expands $(POD_IP) in args from this env var');
+    assert.equal(env.POD_NAME, 'metadata.name', "the replica's name in its Leases");
+    assert.deepEqual(
+      container.ports.map((p: Loose) => [p.name, p.containerPort]),
+      [
+        ['https', 9443],
+        ['tunnel-peer', 9444],
+      ],
+    );
+    const leases = gatewayRbac(spec().names).find(
+      (o) => o.kind === 'Role' && /tunnel-leases/.test(o.metadata?.name ?? ''),
+    );
+    assert.equal(leases?.metadata?.namespace, 'cg-system');
+    assert.deepEqual((leases as Loose).rules, [
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'list', 'watch', 'create', 'update'],
+      },
+    ]);
+  });
+
+  test('agent tunnels turned off in --gateway-args: no peer flags, no peer port', () => {
+    const container = (deployment(spec({ 'gateway-args': '["--agent-tunnels=false"]' })) as Loose).spec
+      .template.spec.containers[0];
+    assert.ok(!container.args.some((a: string) => a.startsWith('--tunnel-peer')));
+    assert.deepEqual(
+      container.ports.map((p: Loose) => p.name),
+      ['https'],
+    );
+    // Turned back on by a later flag: the last one wins, as the gateway's parser reads them.
+    const again = (
+      deployment(spec({ 'gateway-args': '["--agent-tunnels=false","--agent-tunnels=true"]' })) as Loose
+    ).spec.template.spec.containers[0];
+    assert.ok(again.args.includes('--tunnel-peer-port=9444'));
+    assert.throws(
+      () => spec({ 'gateway-args': '["--tunnel-peer-port=1234"]' }),
+      /--tunnel-peer-port is set by the manager/,
     );
   });
 

@@ -6,7 +6,7 @@
  * and never loses a serving replica in a rollout (maxUnavailable 0).
  */
 import type { KubeObject } from '../../../shared/kube/client.ts';
-import { type GatewayNames, gatewayObjectLabels, servingCertificateDir } from './names.ts';
+import { type GatewayNames, gatewayObjectLabels, servingCertificateDir, tunnelPeerPort } from './names.ts';
 import type { GatewayDeployOptions } from './options.ts';
 
 /** What the builders need beyond the names: the options and the addon whose agents may attach. */
@@ -32,7 +32,8 @@ export function serviceAccount({ names }: GatewaySpec): KubeObject {
 }
 
 /** The gateway's own flags first; the user's (--gateway-args) after, so that they win where both set one. */
-export function gatewayArgs({ names, options, addonName }: GatewaySpec): string[] {
+export function gatewayArgs(spec: GatewaySpec): string[] {
+  const { names, options, addonName } = spec;
   return [
     `--secure-port=${options.port}`,
     '--bind-address=0.0.0.0',
@@ -40,7 +41,34 @@ export function gatewayArgs({ names, options, addonName }: GatewaySpec): string[
     `--tls-private-key-file=${servingCertificateDir}/tls.key`,
     `--secret-namespace=${names.credentialNamespace}`,
     `--tunnel-addon-name=${addonName}`,
+    ...peerArgs(spec),
     ...options.args,
+  ];
+}
+
+/** Whether the gateway accepts agent tunnels: on unless --gateway-args turns --agent-tunnels off (the last one wins). */
+export function agentTunnelsOn({ options }: Pick<GatewaySpec, 'options'>): boolean {
+  const last = options.args.findLast((a) => a === '--agent-tunnels' || a.startsWith('--agent-tunnels='));
+  return last !== '--agent-tunnels=false';
+}
+
+/**
+ * Tunnel sharing between replicas: an agent's tunnel lands on one replica, and the others forward its
+ * cluster's requests there (tunnel/replicas.ts), found through a Lease per cluster in the gateway's
+ * namespace. Every replica's peer certificate is its serving certificate (client and server usage),
+ * signed by the gateway's own CA, which signs gateway replicas only; the CA bundle (current and
+ * previous CA) lets replicas on both sides of a CA rotation trust each other. With one replica it
+ * costs a Lease write per tunnel and an idle listener, and a scale-up needs no restart of the pods.
+ */
+function peerArgs(spec: GatewaySpec): string[] {
+  if (!agentTunnelsOn(spec)) return [];
+  return [
+    `--tunnel-peer-port=${tunnelPeerPort}`,
+    `--tunnel-peer-cert=${servingCertificateDir}/tls.crt`,
+    `--tunnel-peer-key=${servingCertificateDir}/tls.key`,
+    `--tunnel-peer-ca=${servingCertificateDir}/ca-bundle.crt`,
+    `--tunnel-peer-address=$(POD_IP):${tunnelPeerPort}`,
+    `--tunnel-lease-namespace=${spec.names.namespace}`,
   ];
 }
 
@@ -92,7 +120,12 @@ export function deployment(spec: GatewaySpec): KubeObject {
               imagePullPolicy: options.imagePullPolicy,
               command: ['node', '/app/manager/gateway/main.ts'],
               args: gatewayArgs(spec),
-              env: [{ name: 'NODE_COMPILE_CACHE', value: compileCache }],
+              env: [
+                { name: 'NODE_COMPILE_CACHE', value: compileCache },
+                // The replica's name in its tunnel Leases, and where the other replicas reach its peer port.
+                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+              ],
               ports: [
                 {
                   name: 'https',
@@ -100,6 +133,9 @@ export function deployment(spec: GatewaySpec): KubeObject {
                   protocol: 'TCP',
                   ...(options.hostPort ? { hostPort: options.hostPort } : {}),
                 },
+                ...(agentTunnelsOn(spec)
+                  ? [{ name: 'tunnel-peer', containerPort: tunnelPeerPort, protocol: 'TCP' }]
+                  : []),
               ],
               readinessProbe: { httpGet: { path: '/readyz', ...https }, periodSeconds: 5 },
               livenessProbe: {
@@ -122,12 +158,13 @@ export function deployment(spec: GatewaySpec): KubeObject {
           volumes: [
             {
               name: 'tls',
-              // Only the serving pair: the CA's key stays in the Secret, out of the pod.
+              // The serving pair and the CA bundle (peer trust): the CA's key stays in the Secret, out of the pod.
               secret: {
                 secretName: names.tlsSecret,
                 items: [
                   { key: 'tls.crt', path: 'tls.crt' },
                   { key: 'tls.key', path: 'tls.key' },
+                  { key: 'ca-bundle.crt', path: 'ca-bundle.crt' },
                 ],
               },
             },
