@@ -145,7 +145,7 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
       await grantOnHub(
         hub,
         'e2e-nocred-proxy',
-        [hubUser('alice'), hubUser('bob')],
+        [hubUser('alice'), hubUser('bob'), hubUser('carol')],
         [{ apiGroups: ['cluster.core.oam.dev'], resources: ['clustergateways/proxy'], verbs: ['*'] }],
       );
     });
@@ -222,6 +222,67 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
       } finally {
         own.close();
       }
+    });
+
+    test('an identity exchange rule applies through the tunnel: the agent impersonates the mapped identity', async () => {
+      // A StaticMapping rule for this cluster only (the global configuration object, as
+      // e2e/identity-exchange.test.ts uses it): carol on "nocred" acts as alice there. The agent, not the
+      // gateway, impersonates, since the hub holds no credential to impersonate with.
+      const configurations = '/apis/gateway.cluster.core.oam.dev/v1alpha1/clustergatewayproxyconfigurations';
+      const name = 'cluster-gateway';
+      type Configuration = KubeObject & {
+        metadata: { generation?: number };
+        status?: { conditions?: { type: string; status: string; observedGeneration?: number }[] };
+      };
+      const applied = await hub.apply<Configuration>(
+        `${configurations}/${name}`,
+        {
+          apiVersion: 'gateway.cluster.core.oam.dev/v1alpha1',
+          kind: 'ClusterGatewayProxyConfiguration',
+          metadata: { name },
+          spec: {
+            clientIdentityExchanger: {
+              rules: [
+                {
+                  name: 'carol-as-alice',
+                  source: { user: 'carol', cluster },
+                  target: { user: 'alice', groups: ['e2e-mapped'] },
+                  type: 'StaticMappingIdentityExchanger',
+                },
+              ],
+            },
+          },
+        },
+        'e2e',
+      );
+      cleanups.push(() => hub.delete(`${configurations}/${name}`));
+      await waitFor('the gateway to apply the rule', async () => {
+        const current = await hub.get<Configuration>(`${configurations}/${name}`);
+        const valid = current.status?.conditions?.find((c) => c.type === 'Valid');
+        return valid?.status === 'True' && valid.observedGeneration === applied.metadata.generation;
+      });
+      const env = environmentState();
+      const carol = await hubUserKubeconfig('carol', [], `${env.hub.server}${proxyPrefix}/${cluster}/proxy`);
+      const whoami = await waitFor('carol to be mapped to alice on the cluster', async () => {
+        const who = JSON.parse(await kubectl(carol, 'auth', 'whoami', '-o', 'json')) as {
+          status: { userInfo: { username: string; groups?: string[] } };
+        };
+        return who.status.userInfo.username === 'alice' ? who : undefined;
+      });
+      assert.ok(whoami.status.userInfo.groups?.includes('e2e-mapped'), JSON.stringify(whoami));
+      assert.ok(
+        !whoami.status.userInfo.groups?.includes('e2e-team'),
+        "alice's own hub groups are not carol's",
+      );
+      // With alice's permissions there (granted in the test before): carol lists namespaces as alice.
+      assert.match(await kubectl(carol, 'get', 'namespaces', '-o', 'name'), /namespace\/cg-nocred/);
+      await hub.delete(`${configurations}/${name}`);
+      await waitFor('carol to be herself again once the rule is gone', async () => {
+        const who = JSON.parse(await kubectl(carol, 'auth', 'whoami', '-o', 'json')) as {
+          status: { userInfo: { username: string } };
+        };
+        return who.status.userInfo.username === 'carol';
+      });
     });
 
     test('exec (WebSocket and SPDY) and port-forward run as the caller, allowed or refused by cluster2', async () => {
