@@ -762,9 +762,18 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     console.log(
       `[chart-install] helm uninstall -> APIService and gateway gone: ${seconds(Date.now() - started)} s`,
     );
-    const apiDeleted = apiServiceEvents.find((e) => e.type === 'DELETED' && e.at >= started);
-    const gatewayDeleted = gatewayEvents.find((e) => e.type === 'DELETED' && e.at >= started);
-    assert.ok(apiDeleted && gatewayDeleted, 'both deletions recorded');
+    // A GET can see an object gone before its watch delivers the DELETED event: wait for both events.
+    const deleted = (events: Recorded<KubeObject>[]) =>
+      events.find((e) => e.type === 'DELETED' && e.at >= started);
+    const [apiDeleted, gatewayDeleted] = await waitFor(
+      'both deletions recorded by the watches',
+      async () => {
+        const api = deleted(apiServiceEvents as Recorded<KubeObject>[]);
+        const gateway = deleted(gatewayEvents as Recorded<KubeObject>[]);
+        return api && gateway ? ([api, gateway] as const) : undefined;
+      },
+      { timeoutMs: 10_000 },
+    );
     assert.ok(
       apiDeleted.at <= gatewayDeleted.at,
       `APIService deleted ${gatewayDeleted.at - apiDeleted.at} ms before the gateway Deployment`,
