@@ -12,6 +12,7 @@ import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
 import { managedClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
+import { kubectlRun } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
 import { type StandIn, startStandIn } from './support/stand-in.ts';
 import { proxyKubeconfig } from './support/users.ts';
@@ -73,28 +74,22 @@ for (const protocol of ['websocket', 'spdy'] as const) {
 
   test(`kubectl exec through the gateway (${protocol})`, async () => {
     const before = await upgradeCount(protocol);
-    const out = await kubectlWithEnv(
+    const out = await kubectlRun(kc, ['exec', standIn.pod.name, '--', 'echo', 'through', 'the', 'gateway'], {
       env,
-      'exec',
-      standIn.pod.name,
-      '--',
-      'echo',
-      'through',
-      'the',
-      'gateway',
-    );
+    });
     assert.equal(out, 'through the gateway\n');
     // The gateway saw the protocol under test (kubectl did not silently fall back).
     assert.ok((await upgradeCount(protocol)) > before, `the gateway proxied a ${protocol} upgrade`);
     // Exit codes come back on the error stream.
     await assert.rejects(
-      kubectlWithEnv(env, 'exec', standIn.pod.name, '--', 'sh', '-c', 'exit 3'),
+      kubectlRun(kc, ['exec', standIn.pod.name, '--', 'sh', '-c', 'exit 3'], { env }),
       /exit code 3|command terminated with exit code 3/,
     );
   });
 
   test(`kubectl exec -i passes stdin through the gateway (${protocol})`, async () => {
-    const out = await kubectlWithEnv(env, 'exec', '-i', standIn.pod.name, '--', 'cat', {
+    const out = await kubectlRun(kc, ['exec', '-i', standIn.pod.name, '--', 'cat'], {
+      env,
       input: 'piped input\n',
     });
     assert.equal(out, 'piped input\n');
@@ -119,33 +114,4 @@ async function upgradeCount(protocol: string): Promise<number> {
     res.body,
   );
   return Number(match?.[1] ?? 0);
-}
-
-function kubectlWithEnv(
-  env: Record<string, string>,
-  ...args: (string | { input: string })[]
-): Promise<string> {
-  const input = args.find((a): a is { input: string } => typeof a === 'object')?.input;
-  const argv = args.filter((a): a is string => typeof a === 'string');
-  return new Promise((resolve, reject) => {
-    const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kc}`, ...argv], {
-      env: { ...process.env, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      err += c;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`kubectl ${argv.join(' ')} exited ${code}: ${err.trim()}`));
-    });
-    child.stdin.end(input ?? '');
-  });
 }

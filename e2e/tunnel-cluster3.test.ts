@@ -35,7 +35,7 @@ import { type AddonManagerProcess, startAddonManager } from './support/addon-man
 import { secretPath } from './support/credentials.ts';
 import { e2eStateDir, environmentState, hubClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
-import { kubectl } from './support/kubectl.ts';
+import { kubectl, kubectlRun } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
 import { type StandIn, startStandIn } from './support/stand-in.ts';
 import { proxyKubeconfig, proxyPrefix } from './support/users.ts';
@@ -463,11 +463,11 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     };
     for (const websockets of [true, false]) {
       const before = await upgrades();
-      const out = await execKubectl(
+      const out = await kubectlRun(
         proxied,
         ['exec', standIn.pod.name, '--', 'echo', 'hello', 'from', cluster],
         {
-          KUBECTL_REMOTE_COMMAND_WEBSOCKETS: String(websockets),
+          env: { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: String(websockets) },
         },
       );
       assert.equal(out, `hello from ${cluster}\n`);
@@ -513,26 +513,3 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     assert.equal(decoyConnections, 0, "nothing dialled the URL in cluster3's ManagedCluster");
   });
 });
-
-/** Runs a kubectl that ends by itself, with extra environment; its stdout, or an error with its stderr. */
-function execKubectl(kubeconfig: string, args: string[], env: Record<string, string>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kubeconfig}`, ...args], {
-      env: { ...process.env, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(stdout);
-      else reject(new Error(`kubectl ${args.join(' ')} exited ${code}: ${stderr}`));
-    });
-  });
-}

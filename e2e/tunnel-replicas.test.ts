@@ -8,14 +8,12 @@
  * inside the forwarded stream).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { binaryPath } from '../hack/localenv/binaries.ts';
 import { gatewayNamespace } from '../hack/localenv/gateway.ts';
 import { ensureNamespace } from '../hack/localenv/ocm.ts';
 import { freePort } from '../hack/localenv/ports.ts';
@@ -28,6 +26,7 @@ import { createCertificateAuthority, type KeyPair } from '../shared/pki.ts';
 import { credentialNamespace, secretPath } from './support/credentials.ts';
 import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
+import { kubectlResult } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
 import { grantInNamespace, serviceAccount } from './support/rbac.ts';
 import { type SecondGateway, startSecondGateway } from './support/second-gateway.ts';
@@ -56,24 +55,6 @@ const messageOf = (body: string) => {
     return body;
   }
 };
-
-/** Runs kubectl with extra environment; resolves with its exit code and output. */
-function kubectlWith(kubeconfig: string, args: string[], env: Record<string, string>) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kubeconfig}`, ...args], {
-      env: { ...process.env, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-    });
-    child.once('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
 
 /** The gateway's Service stand-in: each new connection goes to the first replica that accepts it. */
 async function startFront(targets: () => number[]): Promise<{ port: number; close(): void }> {
@@ -365,12 +346,10 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
         `${replicaB.url}${proxyPrefix}/${cluster}/proxy`,
       );
       for (const websockets of ['true', 'false']) {
-        const out = await kubectlWith(
+        const out = await kubectlResult(
           kubeconfig,
           ['exec', standIn.pod.name, '--', 'echo', 'through', 'replica', 'b'],
-          {
-            KUBECTL_REMOTE_COMMAND_WEBSOCKETS: websockets,
-          },
+          { env: { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: websockets } },
         );
         assert.equal(out.stdout, 'through replica b\n', `exec, websockets=${websockets}: ${out.stderr}`);
         const reply = await portForwardPing(kubeconfig, standIn.pod.name, websockets === 'true');

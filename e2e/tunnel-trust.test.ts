@@ -13,13 +13,11 @@
  *   expires; the gateway runs TLS to cluster1 inside the tunnel with it.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { AttachRefusedError, requestAttach } from '../agent/tunnel/attach-request.ts';
-import { binaryPath } from '../hack/localenv/binaries.ts';
 import { Supervisor } from '../hack/localenv/supervisor.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
@@ -27,7 +25,7 @@ import { loadKubeconfig } from '../shared/kube/kubeconfig.ts';
 import { StatusError } from '../shared/kube/status.ts';
 import { credentialNamespace, secretPath } from './support/credentials.ts';
 import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
-import { kubectl } from './support/kubectl.ts';
+import { kubectl, kubectlResult } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
 import { grantOnHub, hubUser, revokeOnHub } from './support/rbac.ts';
 import { type StandIn, startStandIn } from './support/stand-in.ts';
@@ -58,24 +56,6 @@ function sumSeries(text: string, name: string, having = ''): number {
     }
   }
   return sum;
-}
-
-/** Runs kubectl and resolves with its exit code and output, for commands expected to fail too. */
-function kubectlResult(kubeconfig: string, args: string[], env: Record<string, string> = {}) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kubeconfig}`, ...args], {
-      env: { ...process.env, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-    });
-    child.once('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
 }
 
 describe('agent tunnel trust models', { concurrency: false }, () => {
@@ -305,9 +285,13 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
       const bob = await hubUserKubeconfig('bob', [], `${env.hub.server}${proxyPrefix}/${cluster}/proxy`);
       for (const websockets of ['true', 'false']) {
         const env2 = { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: websockets };
-        const ok = await kubectlResult(alice, ['exec', standIn.pod.name, '--', 'echo', 'as', 'alice'], env2);
+        const ok = await kubectlResult(alice, ['exec', standIn.pod.name, '--', 'echo', 'as', 'alice'], {
+          env: env2,
+        });
         assert.equal(ok.stdout, 'as alice\n', `exec as alice, websockets=${websockets}: ${ok.stderr}`);
-        const refused = await kubectlResult(bob, ['exec', standIn.pod.name, '--', 'echo', 'as', 'bob'], env2);
+        const refused = await kubectlResult(bob, ['exec', standIn.pod.name, '--', 'echo', 'as', 'bob'], {
+          env: env2,
+        });
         assert.notEqual(refused.code, 0);
         assert.match(refused.stderr, /User "bob" cannot (get|create) resource "pods/, refused.stderr);
       }
