@@ -23,7 +23,7 @@ import { type Lease, leaseName } from '../manager/gateway/tunnel/leases.ts';
 import { peerClusterHeader } from '../manager/gateway/tunnel/peers.ts';
 import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
 import { createCertificateAuthority, type KeyPair } from '../shared/pki.ts';
-import { credentialNamespace, secretPath } from './support/credentials.ts';
+import { applyClusterSecret, secretPath } from './support/credentials.ts';
 import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
 import { kubectlResult } from './support/kubectl.ts';
@@ -205,22 +205,12 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
       await hub.delete(`/api/v1/namespaces/${leaseNamespace}`);
     });
     const token = decode((await hub.get<Secret>(secretPath('cluster1'))).data?.token);
-    await hub.apply(
-      secretPath(cluster),
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: {
-          name: cluster,
-          namespace: credentialNamespace,
-          labels: {
-            'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken',
-            'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy',
-          },
-        },
-        stringData: { token, 'ca.crt': readFileSync(path.join(env.stateDir, 'cluster1', 'ca.crt'), 'utf8') },
-      },
-      'e2e',
+    await applyClusterSecret(
+      hub,
+      cluster,
+      'ServiceAccountToken',
+      { token, 'ca.crt': readFileSync(path.join(env.stateDir, 'cluster1', 'ca.crt'), 'utf8') },
+      { 'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy' },
     );
     // Peer PKI: a CA for the replicas alone, one certificate each (server and client).
     const dir = path.join(e2eStateDir, 'tunnel-replicas', 'peer-pki');

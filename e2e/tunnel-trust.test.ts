@@ -23,7 +23,7 @@ import { waitFor } from '../hack/localenv/wait.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
 import { loadKubeconfig } from '../shared/kube/kubeconfig.ts';
 import { StatusError } from '../shared/kube/status.ts';
-import { credentialNamespace, secretPath } from './support/credentials.ts';
+import { applyClusterSecret, credentialNamespace, secretPath } from './support/credentials.ts';
 import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
 import { kubectl, kubectlResult } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
@@ -504,25 +504,12 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
       // An admin's Secret: cluster1's credential, routed through the tunnel (hub-credential).
       const env = environmentState();
       const token = decode((await hub.get<Secret>(secretPath('cluster1'))).data?.token);
-      await hub.apply(
-        secretPath(cluster),
-        {
-          apiVersion: 'v1',
-          kind: 'Secret',
-          metadata: {
-            name: cluster,
-            namespace: credentialNamespace,
-            labels: {
-              'cluster.core.oam.dev/cluster-credential-type': 'ServiceAccountToken',
-              'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy',
-            },
-          },
-          stringData: {
-            token,
-            'ca.crt': readFileSync(path.join(env.stateDir, 'cluster1', 'ca.crt'), 'utf8'),
-          },
-        },
-        'e2e',
+      await applyClusterSecret(
+        hub,
+        cluster,
+        'ServiceAccountToken',
+        { token, 'ca.crt': readFileSync(path.join(env.stateDir, 'cluster1', 'ca.crt'), 'utf8') },
+        { 'cluster.core.oam.dev/cluster-endpoint-type': 'ClusterProxy' },
       );
     });
 

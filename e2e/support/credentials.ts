@@ -9,12 +9,16 @@ export { credentialNamespace };
 
 export type CredentialType = 'ServiceAccountToken' | 'X509Certificate' | 'Dynamic';
 
-/** Creates or updates Secret `name` labelled with `type`; `data` holds plain (not base64) values. */
+/**
+ * Creates or updates Secret `name` labelled with `type`; `data` holds plain (not base64) values.
+ * `labels` adds more (e.g. `cluster.core.oam.dev/cluster-endpoint-type: ClusterProxy`: through the tunnel).
+ */
 export async function applyClusterSecret(
   hub: KubeClient,
   name: string,
   type: CredentialType,
   data: Record<string, string>,
+  labels: Record<string, string> = {},
 ): Promise<void> {
   await hub.apply(
     secretPath(name),
@@ -24,7 +28,7 @@ export async function applyClusterSecret(
       metadata: {
         name,
         namespace: credentialNamespace,
-        labels: { 'cluster.core.oam.dev/cluster-credential-type': type },
+        labels: { ...labels, 'cluster.core.oam.dev/cluster-credential-type': type },
       },
       stringData: data,
     },
