@@ -174,8 +174,11 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
     const decoyUrl = `https://127.0.0.1:${(decoy.address() as net.AddressInfo).port}`;
 
-    // Its own etcd: stopping it takes all of cluster3's objects with it.
-    const etcd = await startEtcd(supervisor, path.join(e2eStateDir, 'tunnel-cluster3', 'data'));
+    // Its own etcd, on a data directory made anew: nothing of an earlier run's cluster3 comes back, and
+    // deleting it after the file (below) takes all of cluster3's objects with it.
+    const etcdData = path.join(e2eStateDir, 'tunnel-cluster3', 'data');
+    rmSync(etcdData, { recursive: true, force: true });
+    const etcd = await startEtcd(supervisor, etcdData);
     cluster3 = await startApiserver(supervisor, {
       name: cluster,
       stateDir: env.stateDir, // beside cluster1 and cluster2, where support/stand-in.ts finds its CA
@@ -338,6 +341,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     for (const p of [cluster, path.join('klusterlet', cluster), `${cluster}.kubeconfig`]) {
       rmSync(path.join(stateDir, p), { recursive: true, force: true });
     }
+    rmSync(path.join(e2eStateDir, 'tunnel-cluster3', 'data'), { recursive: true, force: true });
   });
 
   test('joined through OCM: accepted, its ManagedCluster carries the decoy URL, not its apiserver', async () => {
