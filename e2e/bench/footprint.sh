@@ -9,8 +9,8 @@ log="$(mktemp)"
 node_modules/.bin/node hack/local-up.ts >"$log" 2>&1 &
 up=$!
 trap 'kill -INT $up 2>/dev/null; wait $up 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 1 180); do grep -q '^Ready' "$log" && break; sleep 1; done
-grep -q '^Ready' "$log" || { cat "$log"; echo "the environment did not become ready" >&2; exit 1; }
+for _ in $(seq 1 180); do grep -q '] ready: ' "$log" && break; sleep 1; done
+grep -q '] ready: ' "$log" || { cat "$log"; echo "the environment did not become ready" >&2; exit 1; }
 sleep "${IDLE:-60}"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 printf '%-10s %8s %8s %14s\n' process pid 'RSS MB' 'CPU % (30 s)'
