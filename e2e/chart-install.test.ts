@@ -28,7 +28,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
 import { type AddonCluster, type LocalAddon, startPodRunners } from '../hack/localenv/addon.ts';
-import { imagePrefix } from '../hack/localenv/addon-manager.ts';
+import { localChartValues } from '../hack/localenv/chart.ts';
 import { freePort } from '../hack/localenv/ports.ts';
 import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
 import { apiServiceName, apiServicePath } from '../manager/addon/gateway-deploy/names.ts';
@@ -86,26 +86,9 @@ const pointsAtInstall = (obj: ApiService | undefined) =>
 const isAvailable = (obj: { status?: { conditions?: Condition[] } } | undefined) =>
   obj?.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') ?? false;
 
+/** The local chart values (hack/localenv/chart.ts, as npm start installs it), then `overrides`. */
 function values(overrides: string[] = []): string[] {
-  const set = [
-    'image.registry=ghcr.io',
-    `image.repository=${imagePrefix.replace(/^ghcr\.io\//, '')}`,
-    'image.tag=local',
-    'manager.logLevel=debug',
-    // The hub apiserver calls the webhook on this machine (the runner maps 9444 to the pod's own port);
-    // 9444, not 9443, so that no manager argument ending in the gateway's 9443 is remapped.
-    'manager.webhook.port=9444',
-    'manager.webhook.url=https://127.0.0.1:9444',
-    // The environment's credential namespace exists already and is not helm's.
-    'gateway.credentialNamespace.create=false',
-    // No pod network here: the gateway binds its port on "the node" and the Service is a DNS alias.
-    `gateway.hostPort=${hostPort}`,
-    'gateway.serviceExternalName=localhost',
-    'gateway.logLevel=debug',
-    'gateway.healthCheck.intervalSeconds=2',
-    ...overrides,
-  ];
-  return set.flatMap((s) => ['--set', s]);
+  return localChartValues({ hostPort, overrides });
 }
 
 async function clusterOf(c: { name: string; server: string; kubeconfig: string }): Promise<AddonCluster> {
