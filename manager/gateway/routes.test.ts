@@ -59,6 +59,8 @@ const proxy: ClusterProxy = {
     activeSockets: 0,
     idleSockets: 0,
     queuedRequests: 0,
+    http2Sessions: 0,
+    http2Streams: 0,
     perCluster: [],
     inflightRequests: 0,
     openUpgrades: 0,

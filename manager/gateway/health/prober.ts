@@ -30,8 +30,10 @@
  */
 
 import type { Agent } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http2';
 import type { ClusterEvent, ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
-import type { ConnectionPools } from '../proxy/pool.ts';
+import type { Http2Sessions } from '../proxy/http2-sessions.ts';
+import type { ConnectionPools, Upstream } from '../proxy/pool.ts';
 
 export interface ProberOptions {
   /** Every cluster now; read at start and once per interval. */
@@ -260,6 +262,9 @@ export class HealthProber {
     const upstream = this.#o.pools.get(target);
     if (typeof upstream === 'string') return { healthy: false, reason: upstream };
     const timeoutMs = this.#o.timeoutMs ?? 5000;
+    // The proxy's HTTP/2 session is open (the cluster has traffic): the probe is one more stream on it.
+    if (upstream.http2?.hasFreeSession())
+      return probeOverHttp2(upstream, upstream.http2, timeoutMs, this.#o.userAgent);
     return new Promise<ClusterHealth>((resolve) => {
       const headers: Record<string, string> = {
         host: upstream.hostHeader,
@@ -301,6 +306,50 @@ export class HealthProber {
       req.end();
     });
   }
+}
+
+/** GET /healthz as a stream of an open HTTP/2 session. */
+function probeOverHttp2(
+  upstream: Upstream,
+  sessions: Http2Sessions,
+  timeoutMs: number,
+  userAgent = 'cluster-gateway',
+): Promise<ClusterHealth> {
+  const headers: OutgoingHttpHeaders = {
+    ':method': 'GET',
+    ':scheme': 'https',
+    ':authority': upstream.hostHeader,
+    ':path': `${upstream.basePath}/healthz`,
+    'user-agent': userAgent,
+    ...(upstream.authorization ? { authorization: upstream.authorization } : {}),
+  };
+  return new Promise<ClusterHealth>((resolve) => {
+    sessions.request(headers, true, (result) => {
+      if ('error' in result)
+        return resolve({ healthy: false, reason: `unreachable: ${result.error.message}` });
+      if ('http1' in result)
+        return resolve({ healthy: false, reason: 'unreachable: the HTTP/2 session went away' });
+      const { stream } = result;
+      let status = 0;
+      let body = '';
+      stream.setTimeout(timeoutMs, () => stream.destroy(new Error(`no answer within ${timeoutMs / 1000}s`)));
+      stream.once('response', (h) => {
+        status = Number(h[':status']);
+      });
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        if (body.length < 512) body += chunk;
+      });
+      stream.once('end', () =>
+        resolve(
+          status === 200
+            ? { healthy: true }
+            : { healthy: false, reason: `/healthz returned ${status}: ${body.trim().slice(0, 200)}` },
+        ),
+      );
+      stream.once('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
+    });
+  });
 }
 
 /** Whether the agent holds an idle keep-alive connection a probe can take. */

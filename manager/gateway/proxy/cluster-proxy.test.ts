@@ -118,19 +118,21 @@ describe('createClusterProxy', { timeout: 5000 }, () => {
     let stats = proxy.stats();
     assert.equal(stats.pools, 2); // c1 (new) and mtls
     assert.equal(stats.retired, 1); // the old c1 pool, still serving the watch
-    assert.equal(stats.activeSockets, 1);
+    // The watch is a stream of the old pool's HTTP/2 session (the stand-in apiserver offers h2).
+    assert.equal(stats.http2Streams, 1);
     assert.equal(stats.inflightRequests, 1);
 
-    // The watch ends: its socket is closed rather than pooled, and the old pool goes away.
+    // The watch ends: the old session closes (GOAWAY once its last stream is done), and the old pool goes away.
     const body: Buffer[] = [];
     watchRes.on('data', (c: Buffer) => body.push(c));
     releaseWatch!();
     await new Promise((r) => watchRes.once('end', r));
     assert.equal(Buffer.concat(body).toString(), '{"type":"DONE"}\n');
     await eventually(() => closedPorts.has(watchPort));
-    assert.equal(proxy.stats().retired, 0);
+    await eventually(() => proxy.stats().retired === 0);
     stats = proxy.stats();
-    assert.equal(stats.activeSockets, 0);
+    assert.equal(stats.http2Streams, 0);
+    assert.equal(stats.http2Sessions, 2); // the new c1 pool's and mtls's
     assert.equal(stats.inflightRequests, 0);
   });
 
@@ -144,6 +146,8 @@ describe('createClusterProxy', { timeout: 5000 }, () => {
       activeSockets: 0,
       idleSockets: 0,
       queuedRequests: 0,
+      http2Sessions: 0,
+      http2Streams: 0,
       perCluster: [],
       inflightRequests: 0,
       openUpgrades: 0,

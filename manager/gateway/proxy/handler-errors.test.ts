@@ -36,7 +36,9 @@ describe('errors reaching a cluster', { timeout: 5000 }, () => {
       // Dies half way through its body.
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.write('{"items":[');
-      setTimeout(() => req.socket.destroy(), 10);
+      // Its connection goes: on HTTP/2 the session's socket, not only this stream.
+      const h2 = (req as unknown as { stream?: { session?: { socket: { destroy(): void } } } }).stream;
+      setTimeout(() => (h2?.session?.socket ?? req.socket).destroy(), 10);
     });
     deadPort = await closedPort();
     clusters.set('refused', clusterTarget('refused', await constEndpoint(deadPort)));

@@ -24,13 +24,10 @@ describe('streaming responses', { timeout: 5000 }, () => {
       // Like kube-apiserver: headers go out at once, events whenever they happen
       // (except for the "silent" cluster, which never answers).
       if (!req.url!.includes('silent')) {
-        res.writeHead(200, {
-          'Content-Type': 'application/json;stream=watch',
-          'Transfer-Encoding': 'chunked',
-        });
+        res.writeHead(200, { 'Content-Type': 'application/json;stream=watch' });
         res.flushHeaders();
       }
-      const watch: OpenWatch = { url: req.url!, res, closed: once(req.socket, 'close').then(() => {}) };
+      const watch: OpenWatch = { url: req.url!, res, closed: once(res, 'close').then(() => {}) };
       watches.push(watch);
       waiting?.(watch);
     });

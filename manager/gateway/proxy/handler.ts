@@ -10,16 +10,41 @@
  *   the cluster stops serving an abandoned watch;
  * - the cluster's answer, errors included, is passed on untouched; only when
  *   the cluster cannot be reached does the gateway answer itself, with a 503
- *   metav1.Status naming the cluster and the cause.
+ *   metav1.Status naming the cluster and the cause;
+ * - a cluster that speaks HTTP/2 gets the request as a stream on a shared
+ *   session (http2-sessions.ts), any other over the pool's HTTP/1.1 Agent.
  */
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import http2 from 'node:http2';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import type { ProxyAccess, ProxyContext } from './context.ts';
-import { downstreamHeaders } from './headers.ts';
-import { isStreamingRequest } from './path.ts';
+import { type Framing, framingHeaders, requestFraming } from './framing.ts';
+import { downstreamHeaders, upstreamHeaders } from './headers.ts';
+import { http1ResponseHeaders, http2RequestHeaders } from './http2-headers.ts';
+import type { Http2Sessions } from './http2-sessions.ts';
+import { isStreamingRequest, joinUpstreamPath } from './path.ts';
+import type { Upstream } from './pool.ts';
 import { errorMessage, refusal, unreachable, writeStatus } from './reply.ts';
 import { openUpstreamRequest } from './upstream-request.ts';
+
+/** What the two protocol paths share about one proxied request. */
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  target: ClusterTarget;
+  upstream: Upstream;
+  upstreamPath: string;
+  context: ProxyContext;
+  identity: UserInfo | undefined;
+  /** A watch or a followed log: headers go out at once, Nagle off on the caller's socket. */
+  streaming: boolean;
+  /** Set when the cluster could not be reached or the request could not be sent (access log). */
+  error?: string;
+  /** Abandons the upstream request (the caller left). */
+  cancel?: () => void;
+  callerGone: boolean;
+}
 
 /**
  * @param upstreamPath path and raw query relative to the cluster's endpoint (parseProxyPath)
@@ -36,17 +61,16 @@ export function proxyRequest(
   access?: ProxyAccess,
 ): void {
   const started = performance.now();
-  let error: string | undefined;
-  let up: ClientRequest | undefined;
-  let callerGone = false;
+  const upstream = target.problem ?? context.pools.get(target);
+  const exchange: Partial<Exchange> & { callerGone: boolean } = { callerGone: false };
 
   context.inflight.requests++;
   res.once('close', () => {
     context.inflight.requests--;
     // Closed before the response was complete: the caller left.
     if (!res.writableFinished) {
-      callerGone = true;
-      up?.destroy();
+      exchange.callerGone = true;
+      exchange.cancel?.();
     }
     context.onComplete?.({
       cluster: target.name,
@@ -55,44 +79,54 @@ export function proxyRequest(
       code: res.headersSent ? res.statusCode : 499,
       durationMs: performance.now() - started,
       upgrade: false,
-      ...(error ? { error } : {}),
+      ...(exchange.error ? { error: exchange.error } : {}),
       ...(access ? { access } : {}),
     });
   });
 
-  const upstream = target.problem ?? context.pools.get(target);
   if (typeof upstream === 'string') {
-    error = upstream;
+    exchange.error = upstream;
     writeStatus(res, unreachable(target.name, upstream));
     return;
   }
+  const streaming = isStreamingRequest(upstreamPath);
+  if (streaming) req.socket.setNoDelay(true);
+  Object.assign(exchange, { req, res, target, upstream, upstreamPath, context, identity, streaming });
+  const ready = exchange as Exchange;
+  // CONNECT means something else on HTTP/2 (RFC 9113 §8.5); kube-apiserver serves no such verb anyway.
+  if (upstream.http2 && upstream.http2.protocol !== 'http/1.1' && req.method !== 'CONNECT') {
+    overHttp2(ready, upstream.http2);
+  } else {
+    overHttp1(ready);
+  }
+}
 
+function overHttp1(exchange: Exchange): void {
+  const { req, res, target, upstream } = exchange;
   let request: ClientRequest;
   try {
-    request = openUpstreamRequest(upstream, req, upstreamPath, { identity });
+    request = openUpstreamRequest(upstream, req, exchange.upstreamPath, { identity: exchange.identity });
   } catch (err) {
     // Framing is checked, and Node validates the request line and headers, synchronously.
-    error = errorMessage(err);
+    exchange.error = errorMessage(err);
     writeStatus(res, refusal(target.name, err));
     return;
   }
-  up = request;
+  exchange.cancel = () => request.destroy();
   // Go sets TCP_NODELAY on every connection; watches need it most.
   request.setNoDelay(true);
-  const streaming = isStreamingRequest(upstreamPath);
-  if (streaming) req.socket.setNoDelay(true);
 
   request.once('response', (upRes) => {
     try {
       res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, downstreamHeaders(upRes.rawHeaders));
     } catch (err) {
-      error = errorMessage(err);
+      exchange.error = errorMessage(err);
       upRes.destroy();
       res.destroy();
       return;
     }
     // Headers of a watch go out now, not with the first event (which may be minutes away).
-    if (streaming) res.flushHeaders();
+    if (exchange.streaming) res.flushHeaders();
     // An upstream that dies mid-body destroys res: the caller sees a truncated
     // response rather than a clean end that would pass for a complete one.
     // pipe plus explicit error handling rather than stream.pipeline: pipeline
@@ -111,18 +145,123 @@ export function proxyRequest(
   });
 
   request.on('error', (err) => {
-    if (callerGone) return; // destroyed by us, because the caller left
-    error = errorMessage(err);
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    context.logger?.warn({ cluster: target.name, err: error }, 'cluster unreachable');
-    writeStatus(res, unreachable(target.name, error));
+    if (exchange.callerGone) return; // destroyed by us, because the caller left
+    failed(exchange, errorMessage(err));
   });
 
   // The caller's body streams up; pipe (not pipeline) so an upstream failure
   // leaves the caller's connection alone and the 503 can still be written.
   req.once('error', () => request.destroy());
   req.pipe(request);
+}
+
+/** Methods a request may be sent again for when its stream failed before any answer (RFC 9110 §9.2.2). */
+const RETRIABLE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Stream failures that mean the request may not have reached the cluster: its session went away. */
+const SESSION_GONE = new Set([
+  'ERR_HTTP2_GOAWAY_SESSION',
+  'ERR_HTTP2_STREAM_CANCEL',
+  'ERR_HTTP2_SESSION_ERROR',
+]);
+
+function overHttp2(exchange: Exchange, sessions: Http2Sessions): void {
+  const { req, res, target, upstream } = exchange;
+  const method = req.method ?? 'GET';
+  let framing: Framing;
+  let headers: http2.OutgoingHttpHeaders;
+  try {
+    framing = requestFraming(req);
+    const raw = upstreamHeaders(req.rawHeaders, {
+      host: upstream.hostHeader,
+      framing: framingHeaders(framing, method),
+      authorization: upstream.authorization,
+      identity: exchange.identity,
+      forwardedFor: req.socket.remoteAddress,
+    });
+    headers = http2RequestHeaders(raw, method, joinUpstreamPath(upstream.basePath, exchange.upstreamPath));
+  } catch (err) {
+    exchange.error = errorMessage(err);
+    writeStatus(res, refusal(target.name, err));
+    return;
+  }
+  const endStream = framing.kind === 'none';
+  // A pooled session can go away (GOAWAY, a dead connection) just as a request is put on it: a
+  // body-less idempotent request is sent once more on a fresh one, as Go's transport does.
+  let retries = endStream && RETRIABLE_METHODS.has(method) ? 1 : 0;
+
+  const send = (): void =>
+    sessions.request(headers, endStream, (result) => {
+      if ('http1' in result) {
+        overHttp1(exchange); // the cluster answered ALPN with http/1.1
+        return;
+      }
+      if ('error' in result) {
+        if (!exchange.callerGone) failed(exchange, errorMessage(result.error));
+        return;
+      }
+      const { stream } = result;
+      if (exchange.callerGone) {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        return;
+      }
+      exchange.cancel = () => stream.close(http2.constants.NGHTTP2_CANCEL);
+      // Answered, failed or retried: what the stream's close means depends on it.
+      let settled = false;
+      stream.once('close', () => {
+        // Closed without an answer or an error (RST_STREAM NO_ERROR): never leave the caller waiting.
+        if (!settled && !exchange.callerGone)
+          failed(exchange, 'the cluster closed the stream without answering');
+      });
+      stream.once('response', (responseHeaders, _flags, rawHeaders) => {
+        settled = true;
+        try {
+          res.writeHead(Number(responseHeaders[':status']), http1ResponseHeaders(rawHeaders));
+        } catch (err) {
+          exchange.error = errorMessage(err);
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+          res.destroy();
+          return;
+        }
+        if (exchange.streaming) res.flushHeaders();
+        // Node ends a stream's readable side even when its session dies mid-body, so the end of the
+        // caller's response is decided on close: a clean one (RST code NO_ERROR, after END_STREAM)
+        // ends it; any other truncates it rather than passing for a complete body.
+        stream.once('close', () => {
+          if (res.destroyed) return;
+          if (stream.rstCode === http2.constants.NGHTTP2_NO_ERROR && stream.readableEnded) res.end();
+          else res.destroy();
+        });
+        stream.pipe(res, { end: false });
+      });
+      stream.on('error', (err: Error & { code?: string }) => {
+        if (settled || exchange.callerGone) {
+          if (!res.destroyed && res.headersSent) res.destroy();
+          return;
+        }
+        settled = true;
+        if (!res.headersSent && retries > 0 && SESSION_GONE.has(err.code ?? '')) {
+          retries--;
+          send();
+          return;
+        }
+        failed(exchange, errorMessage(err));
+      });
+      if (!endStream) {
+        req.once('error', () => stream.close(http2.constants.NGHTTP2_CANCEL));
+        req.pipe(stream);
+      }
+    });
+  send();
+}
+
+/** The upstream failed: a 503 if nothing was answered yet, else a truncated response. */
+function failed(exchange: Exchange, error: string): void {
+  const { res, target, context } = exchange;
+  exchange.error = error;
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  context.logger?.warn({ cluster: target.name, err: error }, 'cluster unreachable');
+  writeStatus(res, unreachable(target.name, error));
 }

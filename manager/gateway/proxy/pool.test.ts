@@ -32,6 +32,8 @@ describe('connection pools', () => {
       activeSockets: 0,
       idleSockets: 0,
       queuedRequests: 0,
+      http2Sessions: 0,
+      http2Streams: 0,
       perCluster: [['c1', 0]],
     });
     pools.get(clusterTarget('c2', constant('https://10.0.0.2')));

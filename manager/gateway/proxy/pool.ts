@@ -12,11 +12,13 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { ClusterTarget, Endpoint, TunnelEndpoint } from '../clusters/cluster.ts';
 import { connectThroughProxy, parseProxyUrl } from './egress.ts';
 import { authorizationFor } from './headers.ts';
+import { Http2Sessions } from './http2-sessions.ts';
 import { basePathOf } from './path.ts';
 
 const BRACKETS = /^\[|\]$/g;
@@ -33,6 +35,12 @@ export interface Upstream {
   basePath: string;
   hostHeader: string;
   authorization?: string;
+  /**
+   * HTTP/2 sessions for the requests that are not upgrades, on every TLS endpoint (direct, through
+   * an egress proxy, inside a relay tunnel); the Agent serves upgrades, and everything once the
+   * cluster has answered ALPN with http/1.1. Absent for plain-HTTP endpoints.
+   */
+  http2?: Http2Sessions;
 }
 
 export interface PoolOptions {
@@ -53,7 +61,10 @@ export interface PoolStats {
   idleSockets: number;
   /** Requests waiting for a socket. */
   queuedRequests: number;
-  /** Open sockets (active and idle) of each cluster's current pool. */
+  /** Open HTTP/2 sessions (each one connection) and the streams they carry. */
+  http2Sessions: number;
+  http2Streams: number;
+  /** Open connections (HTTP/1.1 sockets, active and idle, and HTTP/2 sessions) of each cluster's current pool. */
   perCluster: [cluster: string, sockets: number][];
 }
 
@@ -79,7 +90,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
   const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
   const entries = new Map<string, Entry>();
-  const retired = new Set<http.Agent>();
+  const retired = new Set<Upstream>();
 
   function create(target: ClusterTarget, endpoint: Endpoint): Entry | string {
     const base: http.AgentOptions = { keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' };
@@ -97,6 +108,17 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       }
       return { options: { ...base, rejectUnauthorized: !endpoint.insecure }, context };
     };
+    const http2Over = (
+      authority: string,
+      connection: tls.ConnectionOptions,
+      context: () => tls.SecureContext,
+      dial?: Dial,
+    ) =>
+      new Http2Sessions({
+        authority,
+        connect: tlsConnector(connection, context, dial, connectTimeoutMs),
+        idleTimeoutMs,
+      });
     const common = {
       cluster: target.name,
       key: target.connectionKey,
@@ -126,7 +148,8 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       if (typeof secure === 'string') return secure;
       const tunnel = { dial: endpoint.dial };
       const agent = new https.Agent({ ...secure.options, servername: endpoint.serverName });
-      dialWith(agent, () => tunnel.dial('relay'), secure.context, connectTimeoutMs);
+      const dial = () => tunnel.dial('relay');
+      dialWith(agent, dial, secure.context, connectTimeoutMs);
       const upstream: Upstream = {
         ...common,
         agent,
@@ -135,6 +158,12 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
         port: 443,
         basePath: '',
         hostHeader: endpoint.serverName,
+        http2: http2Over(
+          `https://${endpoint.serverName}`,
+          { ...serverNameOf(endpoint.serverName), rejectUnauthorized: !endpoint.insecure },
+          secure.context,
+          dial,
+        ),
       };
       return { upstream, tunnel };
     }
@@ -154,13 +183,23 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
     const tlsSetup = secure ? tlsSetupOf() : undefined;
     if (typeof tlsSetup === 'string') return tlsSetup;
     const agent = tlsSetup ? new https.Agent(tlsSetup.options) : new http.Agent(base);
+    let dial: Dial | undefined;
     if (endpoint.proxyUrl) {
       const proxy = parseProxyUrl(endpoint.proxyUrl);
       if (typeof proxy === 'string') return proxy;
-      dialWith(agent, () => connectThroughProxy(proxy, hostname, port), tlsSetup?.context, connectTimeoutMs);
+      dial = () => connectThroughProxy(proxy, hostname, port);
+      dialWith(agent, dial, tlsSetup?.context, connectTimeoutMs);
     } else {
       limitConnect(agent, tlsSetup?.context, connectTimeoutMs);
     }
+    const http2 = tlsSetup
+      ? http2Over(
+          `https://${url.host}`,
+          { host: hostname, port, ...serverNameOf(hostname), rejectUnauthorized: !endpoint.insecure },
+          tlsSetup.context,
+          dial,
+        )
+      : undefined;
     const upstream: Upstream = {
       ...common,
       agent,
@@ -169,27 +208,32 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       port,
       basePath: basePathOf(url.pathname),
       hostHeader: url.host,
+      ...(http2 ? { http2 } : {}),
     };
     return { upstream };
   }
 
   /** Destroys retired agents whose last request has finished. */
   function sweep(): void {
-    for (const agent of retired) {
+    for (const upstream of retired) {
+      const { agent } = upstream;
       if (countSockets(agent.sockets) === 0 && countSockets(agent.requests) === 0) {
-        retired.delete(agent);
         agent.destroy();
+        if (upstream.http2?.drained ?? true) retired.delete(upstream);
       }
     }
   }
 
-  function retire(agent: http.Agent): void {
+  function retire(upstream: Upstream): void {
     sweep(); // rotations are rare: a good moment to drop the ones that are done
+    const { agent } = upstream;
     // Sockets freed from now on are destroyed instead of pooled (Node's
     // Agent checks freeSockets.length >= maxFreeSockets on 'free').
     agent.maxFreeSockets = 0;
     for (const list of Object.values(agent.freeSockets)) for (const socket of list ?? []) socket.destroy();
-    if (countSockets(agent.sockets) > 0) retired.add(agent);
+    // Each session closes (GOAWAY) once its last stream is done.
+    upstream.http2?.retire();
+    if (countSockets(agent.sockets) > 0 || !(upstream.http2?.drained ?? true)) retired.add(upstream);
     else agent.destroy();
   }
 
@@ -204,7 +248,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       if (!target.endpoint) return target.problem ?? `cluster "${target.name}" has no endpoint`;
       const created = create(target, target.endpoint);
       if (typeof created === 'string') return created;
-      if (entry) retire(entry.upstream.agent);
+      if (entry) retire(entry.upstream);
       entries.set(target.name, created);
       return created.upstream;
     },
@@ -212,7 +256,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       const entry = entries.get(cluster);
       if (!entry) return;
       entries.delete(cluster);
-      retire(entry.upstream.agent);
+      retire(entry.upstream);
     },
     stats() {
       const stats: PoolStats = {
@@ -221,26 +265,30 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
         activeSockets: 0,
         idleSockets: 0,
         queuedRequests: 0,
+        http2Sessions: 0,
+        http2Streams: 0,
         perCluster: [],
       };
-      const add = (agent: http.Agent) => {
+      const add = ({ agent, http2 }: Upstream): number => {
         stats.activeSockets += countSockets(agent.sockets);
         stats.idleSockets += countSockets(agent.freeSockets);
         stats.queuedRequests += countSockets(agent.requests);
+        const sessions = http2?.stats() ?? { sessions: 0, streams: 0 };
+        stats.http2Sessions += sessions.sessions;
+        stats.http2Streams += sessions.streams;
+        return countSockets(agent.sockets) + countSockets(agent.freeSockets) + sessions.sessions;
       };
-      for (const [cluster, entry] of entries) {
-        add(entry.upstream.agent);
-        const agent = entry.upstream.agent;
-        stats.perCluster.push([cluster, countSockets(agent.sockets) + countSockets(agent.freeSockets)]);
-      }
+      for (const [cluster, entry] of entries) stats.perCluster.push([cluster, add(entry.upstream)]);
       sweep();
-      for (const agent of retired) add(agent);
+      for (const upstream of retired) add(upstream);
       stats.retired = retired.size;
       return stats;
     },
     close() {
-      for (const entry of entries.values()) entry.upstream.agent.destroy();
-      for (const agent of retired) agent.destroy();
+      for (const { upstream } of [...entries.values(), ...[...retired].map((upstream) => ({ upstream }))]) {
+        upstream.agent.destroy();
+        upstream.http2?.destroy();
+      }
       entries.clear();
       retired.clear();
     },
@@ -357,6 +405,65 @@ function dialWith(
     );
     return undefined;
   };
+}
+
+/** TLS's server name for a host: none for an IP address (RFC 6066 forbids it), as https.Agent does. */
+function serverNameOf(host: string): { servername?: string } {
+  return net.isIP(host) ? {} : { servername: host };
+}
+
+/**
+ * Opens one TLS connection for an HTTP/2 session, offering ALPN h2 and http/1.1: directly, or over
+ * a dialled stream (egress proxy, agent tunnel). The deadline covers the dial and the handshake.
+ */
+function tlsConnector(
+  connection: tls.ConnectionOptions,
+  context: () => tls.SecureContext,
+  dial: Dial | undefined,
+  timeoutMs: number,
+): () => Promise<tls.TLSSocket> {
+  return () =>
+    new Promise((resolve, reject) => {
+      let socket: tls.TLSSocket | undefined;
+      let settled = false;
+      const fail = (err: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        socket?.destroy();
+        reject(err);
+      };
+      const timer = setTimeout(() => fail(timeoutError(timeoutMs)), timeoutMs);
+      const handshake = (stream?: Duplex) => {
+        if (settled) {
+          stream?.destroy();
+          return;
+        }
+        const opened = tls.connect({
+          ...connection,
+          ...(stream ? { socket: stream } : {}),
+          secureContext: context(),
+          ALPNProtocols: ['h2', 'http/1.1'],
+        });
+        socket = opened;
+        opened.once('error', fail);
+        opened.once('secureConnect', () => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          opened.removeListener('error', fail);
+          if (!stream) {
+            // Go sets TCP_NODELAY on every connection (watch events go out as they come), and
+            // keepalive probes find a peer that vanished.
+            opened.setNoDelay(true);
+            opened.setKeepAlive(true, 15_000);
+          }
+          resolve(opened);
+        });
+      };
+      if (!dial) handshake();
+      else dial().then(handshake, fail);
+    });
 }
 
 /** Destroys the socket with a timeout error unless `readyEvent` comes first. */

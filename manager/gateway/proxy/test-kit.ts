@@ -5,6 +5,7 @@
  * on 127.0.0.1 port 0 and is torn down with its sockets.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { createCertificateAuthority, type KeyPair } from '../../../shared/pki.ts';
@@ -46,6 +47,8 @@ export function testPki(): Promise<TestPki> {
 export interface TestServer<S extends http.Server = http.Server> {
   server: S;
   port: number;
+  /** Destroys every open connection (HTTP/1.1 sockets and HTTP/2 sessions alike), keeps listening. */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -64,6 +67,9 @@ export async function listen<S extends http.Server>(server: S): Promise<TestServ
   return {
     server,
     port: (server.address() as AddressInfo).port,
+    dropConnections: () => {
+      for (const socket of sockets) socket.destroy();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
@@ -72,15 +78,23 @@ export async function listen<S extends http.Server>(server: S): Promise<TestServ
   };
 }
 
-/** An HTTPS server standing in for a managed kube-apiserver. */
+/**
+ * An HTTPS server standing in for a managed kube-apiserver. Like kube-apiserver it offers HTTP/2
+ * (ALPN h2) and serves HTTP/1.1 too, upgrades included; `http1Only` is a server without h2.
+ */
 export async function startUpstream(
   handler: http.RequestListener,
-  options: { requestCert?: boolean } = {},
+  options: { requestCert?: boolean; http1Only?: boolean } = {},
 ): Promise<TestServer<https.Server>> {
   const { ca, server } = await testPki();
-  return listen(
-    https.createServer({ cert: server.cert, key: server.key, ca, requestCert: options.requestCert }, handler),
+  const tlsOptions = { cert: server.cert, key: server.key, ca, requestCert: options.requestCert };
+  if (options.http1Only) return listen(https.createServer(tlsOptions, handler));
+  const both = http2.createSecureServer(
+    { ...tlsOptions, allowHTTP1: true },
+    handler as unknown as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
   );
+  // The same listen/close plumbing: the two servers share net.Server's API.
+  return listen(both as unknown as https.Server);
 }
 
 /**

@@ -71,7 +71,21 @@ describe('attach: the gateway end of an agent tunnel', { timeout: 15_000 }, () =
         res.once('finish', () => {
           bigFinished = true;
         });
-        res.end(Buffer.alloc(256 << 20, 1));
+        // Written as a Go server writes, waiting on flow control: Node's HTTP/2 server refuses new
+        // streams (ENHANCE_YOUR_CALM) once a session buffers over 10 MB of unsent data.
+        const chunk = Buffer.alloc(1 << 20, 1);
+        let left = 256;
+        const more = (): void => {
+          while (left > 0) {
+            left--;
+            if (!res.write(chunk)) {
+              res.once('drain', more);
+              return;
+            }
+          }
+          res.end();
+        };
+        more();
         return;
       }
       res.end(`served ${req.url} with ${req.headers.authorization}`);
@@ -147,7 +161,8 @@ describe('attach: the gateway end of an agent tunnel', { timeout: 15_000 }, () =
     await new Promise((r) => setTimeout(r, 300));
     const started = performance.now();
     for (let i = 0; i < 5; i++) {
-      assert.equal((await send(front.port, `${PROXY_PREFIX}c1/proxy/healthz`)).status, 200);
+      const reply = await send(front.port, `${PROXY_PREFIX}c1/proxy/healthz`);
+      assert.equal(reply.status, 200, reply.body);
     }
     assert.ok(performance.now() - started < 2000, 'other requests were served while one stream was stalled');
     assert.equal(bigFinished, false, 'the big response is really stalled');

@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import http2 from 'node:http2';
+import { after, before, describe, it } from 'node:test';
+import type { ClusterTarget } from '../clusters/cluster.ts';
+import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
+import {
+  clusterTarget,
+  constEndpoint,
+  eventually,
+  listen,
+  PROXY_PREFIX,
+  send,
+  startFront,
+  startUpstream,
+  type TestServer,
+  testPki,
+} from './test-kit.ts';
+
+describe('HTTP/2 to the cluster', { timeout: 10_000 }, () => {
+  let h2: TestServer;
+  let h1: TestServer;
+  let front: TestServer;
+  let proxy: ClusterProxy;
+  let connections = 0;
+  let goaway: (() => void) | undefined;
+  const clusters = new Map<string, ClusterTarget>();
+
+  before(async () => {
+    const { ca, server } = await testPki();
+    // kube-apiserver's shape: h2 and HTTP/1.1 on one port, a small stream limit to exceed.
+    const both = http2.createSecureServer({
+      cert: server.cert,
+      key: server.key,
+      ca,
+      allowHTTP1: true,
+      settings: { maxConcurrentStreams: 2 },
+    });
+    both.on('secureConnection', () => connections++);
+    both.on('session', (session) => {
+      goaway = () => session.goaway();
+    });
+    both.on('request', (req, res) => {
+      if (req.url.includes('watch=true')) {
+        res.writeHead(200, { 'content-type': 'application/json;stream=watch' });
+        res.write('{"type":"ADDED"}\n');
+        return; // held until the caller leaves
+      }
+      res.end(`${req.httpVersion} ${req.url}`);
+    });
+    h2 = await listen(both as unknown as http.Server);
+    h1 = await startUpstream((req, res) => res.end(`${req.httpVersion} ${req.url}`), { http1Only: true });
+    clusters.set('h2', clusterTarget('h2', await constEndpoint(h2.port)));
+    clusters.set('h1', clusterTarget('h1', await constEndpoint(h1.port)));
+    proxy = createClusterProxy({ idleTimeoutMs: 300 });
+    front = await startFront(proxy, (name) => clusters.get(name));
+  });
+
+  after(async () => {
+    await front.close();
+    proxy.close();
+    await h2.close();
+    await h1.close();
+  });
+
+  /** Opens a watch through the gateway; resolves with its response once the first event arrived. */
+  async function watch(): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
+    const req = http.get({
+      host: '127.0.0.1',
+      port: front.port,
+      path: `${PROXY_PREFIX}h2/proxy/api/v1/pods?watch=true`,
+      agent: false,
+    });
+    req.on('error', () => {});
+    const res = await new Promise<http.IncomingMessage>((resolve) => req.once('response', resolve));
+    await new Promise((resolve) => res.once('data', resolve));
+    return { req, res };
+  }
+
+  it('speaks HTTP/2 to a cluster that offers it, one connection for many requests', async () => {
+    const before = connections;
+    for (let i = 0; i < 5; i++) {
+      const reply = await send(front.port, `${PROXY_PREFIX}h2/proxy/version?i=${i}`);
+      assert.equal(reply.body, `2.0 /version?i=${i}`);
+    }
+    assert.equal(connections - before, 1);
+  });
+
+  it('ends a watch its caller left with a stream reset, keeping the connection', async () => {
+    const before = connections;
+    for (let i = 0; i < 5; i++) {
+      const { req } = await watch();
+      req.destroy();
+      await eventually(() => proxy.stats().http2Streams === 0);
+    }
+    assert.equal(connections - before, 0, 'no new connection per watch (HTTP/1.1 needs one each)');
+  });
+
+  it("opens another session when every open one is at the server's stream limit", async () => {
+    const watches = await Promise.all([watch(), watch(), watch()]);
+    const stats = proxy.stats();
+    assert.equal(stats.http2Streams, 3);
+    assert.equal(
+      stats.perCluster.find(([name]) => name === 'h2')?.[1],
+      2,
+      'two sessions of at most 2 streams',
+    );
+    for (const { req } of watches) req.destroy();
+    await eventually(() => proxy.stats().http2Streams === 0);
+  });
+
+  it('moves to a new session after a GOAWAY, and closes idle sessions', async () => {
+    await eventually(() => proxy.stats().http2Sessions === 0, 2000); // idleTimeoutMs: 300
+    assert.equal((await send(front.port, `${PROXY_PREFIX}h2/proxy/a`)).status, 200);
+    goaway!();
+    await new Promise((r) => setTimeout(r, 50));
+    const before = connections;
+    const reply = await send(front.port, `${PROXY_PREFIX}h2/proxy/b`);
+    assert.equal(reply.body, '2.0 /b');
+    assert.equal(connections - before, 1);
+  });
+
+  it('uses HTTP/1.1 with a cluster that answers ALPN without h2', async () => {
+    for (const path of ['one', 'two']) {
+      const reply = await send(front.port, `${PROXY_PREFIX}h1/proxy/${path}`);
+      assert.equal(reply.body, `1.1 /${path}`);
+    }
+    const h1Stats = proxy.stats().perCluster.find(([name]) => name === 'h1');
+    assert.equal(h1Stats?.[1], 1, 'one pooled HTTP/1.1 socket, no session');
+  });
+});
