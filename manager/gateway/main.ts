@@ -148,7 +148,7 @@ const proxyIdentity = await startProxyIdentity({
 });
 
 // One connection pool per cluster, for proxied requests and health probes alike.
-const pools = createConnectionPools();
+const pools = createConnectionPools({ http2: options.upstreamHttp2 });
 const proxy = createClusterProxy({
   pools,
   logger: log,

@@ -42,6 +42,8 @@ export interface GatewayOptions {
   /** Health probes started per second at most, whatever the cluster count (health/prober.ts). */
   healthCheckMaxRate: number;
   rejectUnhealthy: boolean;
+  /** Offer HTTP/2 to clusters (ALPN) for requests that are not upgrades (proxy/http2-sessions.ts). */
+  upstreamHttp2: boolean;
   authorizationAllowTtlSeconds: number;
   authorizationDenyTtlSeconds: number;
   logLevel: string;
@@ -151,6 +153,11 @@ const flags = {
     default: 'false',
     help: 'answer 503 at once for clusters whose last probe failed, instead of trying them',
   },
+  'upstream-http2': {
+    type: 'string',
+    default: 'true',
+    help: 'talk HTTP/2 to clusters that offer it (upgrades always use HTTP/1.1); false: HTTP/1.1 only',
+  },
   'authorization-allow-ttl': {
     type: 'string',
     default: '10',
@@ -246,6 +253,7 @@ export function parseOptions(argv: string[]): GatewayOptions | 'help' {
     healthCheckIntervalSeconds: integer('health-check-interval', str('health-check-interval'), 1, 3600),
     healthCheckMaxRate: integer('health-check-max-rate', str('health-check-max-rate'), 1, 100_000),
     rejectUnhealthy: bool('reject-unhealthy', str('reject-unhealthy')),
+    upstreamHttp2: bool('upstream-http2', str('upstream-http2')),
     authorizationAllowTtlSeconds: integer('authorization-allow-ttl', str('authorization-allow-ttl'), 0, 3600),
     authorizationDenyTtlSeconds: integer('authorization-deny-ttl', str('authorization-deny-ttl'), 0, 3600),
     logLevel,

@@ -45,6 +45,22 @@ describe('connection pools', () => {
     assert.equal(pools.stats().pools, 0);
   });
 
+  it('offers HTTP/2 on TLS endpoints only, and not at all with http2: false', () => {
+    const pools = createConnectionPools();
+    assert.ok(upstreamOf(pools.get(clusterTarget('tls', constant('https://10.0.0.1:6443')))).http2);
+    assert.equal(
+      upstreamOf(pools.get(clusterTarget('plain', constant('http://10.0.0.1:8080')))).http2,
+      undefined,
+    );
+    const http1Only = createConnectionPools({ http2: false });
+    assert.equal(
+      upstreamOf(http1Only.get(clusterTarget('tls', constant('https://10.0.0.1:6443')))).http2,
+      undefined,
+    );
+    pools.close();
+    http1Only.close();
+  });
+
   it('parses the endpoint address once: host, port, sub-path, Host header', () => {
     const pools = createConnectionPools();
     const sub = upstreamOf(

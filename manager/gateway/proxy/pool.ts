@@ -48,6 +48,8 @@ export interface PoolOptions {
   connectTimeoutMs?: number;
   /** How long an idle keep-alive socket is kept; below kube-apiserver's 90 s idle timeout. */
   idleTimeoutMs?: number;
+  /** Offer HTTP/2 to TLS endpoints (default true); false keeps every request on the Agents. */
+  http2?: boolean;
 }
 
 export interface PoolStats {
@@ -114,11 +116,13 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       context: () => tls.SecureContext,
       dial?: Dial,
     ) =>
-      new Http2Sessions({
-        authority,
-        connect: tlsConnector(connection, context, dial, connectTimeoutMs),
-        idleTimeoutMs,
-      });
+      options.http2 === false
+        ? undefined
+        : new Http2Sessions({
+            authority,
+            connect: tlsConnector(connection, context, dial, connectTimeoutMs),
+            idleTimeoutMs,
+          });
     const common = {
       cluster: target.name,
       key: target.connectionKey,
@@ -158,13 +162,14 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
         port: 443,
         basePath: '',
         hostHeader: endpoint.serverName,
-        http2: http2Over(
-          `https://${endpoint.serverName}`,
-          { ...serverNameOf(endpoint.serverName), rejectUnauthorized: !endpoint.insecure },
-          secure.context,
-          dial,
-        ),
       };
+      const http2 = http2Over(
+        `https://${endpoint.serverName}`,
+        { ...serverNameOf(endpoint.serverName), rejectUnauthorized: !endpoint.insecure },
+        secure.context,
+        dial,
+      );
+      if (http2) upstream.http2 = http2;
       return { upstream, tunnel };
     }
 
