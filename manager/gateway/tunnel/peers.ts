@@ -151,14 +151,28 @@ function refuse(stream: http2.ServerHttp2Stream, status: number, why: string): v
   );
 }
 
-/** Bytes both ways; either side closing takes the other with it. */
+/** After one side closes, how long the other may take to flush what it still holds. */
+const CLOSE_GRACE_MS = 5_000;
+
+/**
+ * Bytes both ways; either side closing ends the other, which is destroyed only if it has not
+ * closed after CLOSE_GRACE_MS. Destroying an HTTP/2 stream at once resets it (RST_STREAM CANCEL)
+ * and drops the DATA still queued: the last bytes of an exec session (its exit status, the
+ * WebSocket close frame) forwarded from the agent would be lost on the way to the other replica.
+ */
 function pipeBoth(a: Duplex, b: Duplex): void {
   a.pipe(b);
   b.pipe(a);
   a.on('error', () => {});
   b.on('error', () => {});
-  a.once('close', () => b.destroy());
-  b.once('close', () => a.destroy());
+  const closing = (other: Duplex) => () => {
+    if (other.destroyed) return;
+    other.end();
+    const timer = setTimeout(() => other.destroy(), CLOSE_GRACE_MS).unref();
+    other.once('close', () => clearTimeout(timer));
+  };
+  a.once('close', closing(b));
+  b.once('close', closing(a));
 }
 
 export interface PeerClientOptions {
