@@ -5,9 +5,13 @@
  * Starts its own local environment (hub, cluster1 and cluster2, the gateway
  * as the environment starts it: --health-check-interval=2) in .local/bench-scale,
  * measures it with its two clusters, then for each count N (default 1000,
- * then 5000) registers N more clusters as credential Secrets that point at
- * cluster1's real kube-apiserver under distinct names (a copy of cluster1's
- * Secret: same endpoint, CA and token), and reports:
+ * then 5000) registers N more clusters that point at cluster1's real
+ * kube-apiserver under distinct names, and reports what follows. With
+ * --layout=ocm (the default, what an OCM hub holds) each is a ManagedCluster
+ * (accepted, joined and available, cluster1's URL and CA in
+ * managedClusterClientConfigs) plus a credential Secret holding only
+ * cluster1's token; with --layout=secrets each is a credential Secret alone
+ * (a copy of cluster1's with its endpoint and CA):
  *
  *   - registration: time until the gateway lists all of them, and until all
  *     read healthy (every one probed);
@@ -24,10 +28,10 @@
  *     plus --reject-unhealthy: time to /readyz, time until every cluster
  *     reads healthy, the most clusters seen reading unhealthy (not unknown)
  *     meanwhile, and proxied GETs answered 503 meanwhile;
- *   - after deleting the N Secrets: connections to cluster1 and RSS, 5 s
+ *   - after deleting the N clusters: connections to cluster1 and RSS, 5 s
  *     and 45 s later (pools idle out after 30 s).
  *
- * Flags: --counts=1000,5000 --idle=30 --latency-seconds=10 --settle=15 --keep
+ * Flags: --counts=1000,5000 --layout=ocm|secrets --idle=30 --latency-seconds=10 --settle=15 --keep
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -46,8 +50,11 @@ const group = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways';
 const benchLabel = 'bench.cluster-gateway.local/scale';
 const gatewayUser = 'system:serviceaccount:cluster-gateway-system:cluster-gateway';
 
+type Layout = 'ocm' | 'secrets';
+
 interface Flags {
   counts: number[];
+  layout: Layout;
   idle: number;
   latencySeconds: number;
   settle: number;
@@ -55,7 +62,14 @@ interface Flags {
 }
 
 function parseFlags(argv: string[]): Flags {
-  const flags: Flags = { counts: [1000, 5000], idle: 30, latencySeconds: 10, settle: 15, keep: false };
+  const flags: Flags = {
+    counts: [1000, 5000],
+    layout: 'ocm',
+    idle: 30,
+    latencySeconds: 10,
+    settle: 15,
+    keep: false,
+  };
   for (const arg of argv) {
     const [name, value = ''] = arg.replace(/^--/, '').split('=', 2) as [string, string | undefined];
     const positive = (v: string) => {
@@ -65,12 +79,13 @@ function parseFlags(argv: string[]): Flags {
     };
     if (name === 'keep') flags.keep = true;
     else if (name === 'counts') flags.counts = value.split(',').map(positive);
+    else if (name === 'layout' && (value === 'ocm' || value === 'secrets')) flags.layout = value;
     else if (name === 'idle') flags.idle = positive(value);
     else if (name === 'latency-seconds') flags.latencySeconds = positive(value);
     else if (name === 'settle') flags.settle = positive(value);
     else
       throw new Error(
-        `unknown flag ${arg}; use --counts=1000,5000 --idle=S --latency-seconds=S --settle=S --keep`,
+        `unknown flag ${arg}; use --counts=1000,5000 --layout=ocm|secrets --idle=S --latency-seconds=S --settle=S --keep`,
       );
   }
   return flags;
@@ -237,41 +252,111 @@ async function timeUntil(
   return performance.now() - started;
 }
 
+type SecretObject = KubeObject & { data: Record<string, string> };
+const managedClusters = '/apis/cluster.open-cluster-management.io/v1/managedclusters';
+
 /**
- * cluster1's credential Secret holds only its token (the OCM layout: the endpoint comes from the
- * ManagedCluster); the copies have no ManagedCluster, so they carry cluster1's URL and CA themselves.
+ * What each registered cluster copies from cluster1: its credential Secret holds only its token
+ * (the OCM layout: the endpoint comes from the ManagedCluster), so the Secret-only layout adds
+ * cluster1's URL and CA to the copies.
  */
-async function clusterSecretTemplate(
+async function clusterTemplate(
   hub: KubeClient,
-): Promise<KubeObject & { data: Record<string, string> }> {
-  const secret = await hub.get<KubeObject & { data: Record<string, string> }>(
-    `/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`,
-  );
+): Promise<{ tokenSecret: SecretObject; fullSecret: SecretObject; url: string; caBundle: string }> {
+  const secret = await hub.get<SecretObject>(`/api/v1/namespaces/${credentialNamespace}/secrets/cluster1`);
   const mc = await hub.get<
     KubeObject & { spec: { managedClusterClientConfigs: { url: string; caBundle: string }[] } }
-  >('/apis/cluster.open-cluster-management.io/v1/managedclusters/cluster1');
+  >(`${managedClusters}/cluster1`);
   const config = mc.spec.managedClusterClientConfigs[0];
   if (!config) throw new Error('ManagedCluster cluster1 has no managedClusterClientConfigs');
   return {
-    ...secret,
-    data: { ...secret.data, endpoint: Buffer.from(config.url).toString('base64'), 'ca.crt': config.caBundle },
+    tokenSecret: secret,
+    fullSecret: {
+      ...secret,
+      data: {
+        ...secret.data,
+        endpoint: Buffer.from(config.url).toString('base64'),
+        'ca.crt': config.caBundle,
+      },
+    },
+    url: config.url,
+    caBundle: config.caBundle,
   };
 }
 
-async function registerClusters(hub: KubeClient, template: KubeObject, count: number): Promise<void> {
+type Template = Awaited<ReturnType<typeof clusterTemplate>>;
+
+async function registerClusters(
+  hub: KubeClient,
+  template: Template,
+  layout: Layout,
+  count: number,
+): Promise<void> {
   const ns = credentialNamespace;
+  const secret = layout === 'ocm' ? template.tokenSecret : template.fullSecret;
+  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const condition = (type: string, reason: string) => ({
+    type,
+    status: 'True',
+    reason,
+    message: 'registered by the scale benchmark',
+    lastTransitionTime: now,
+  });
   let next = 0;
   const worker = async () => {
     while (next < count) {
       const i = next++;
       const name = `scale-${String(i).padStart(5, '0')}`;
+      if (layout === 'ocm') {
+        // Accepted, joined and available, as the registration agent and the hub leave a healthy cluster.
+        // A lease of an hour: the hub's lease controller would mark it Unknown 5 lease durations
+        // after the last renewal, and no agent renews these.
+        await hub.create(managedClusters, {
+          apiVersion: 'cluster.open-cluster-management.io/v1',
+          kind: 'ManagedCluster',
+          metadata: { name, labels: { [benchLabel]: 'true' } },
+          spec: {
+            hubAcceptsClient: true,
+            leaseDurationSeconds: 3600,
+            managedClusterClientConfigs: [{ url: template.url, caBundle: template.caBundle }],
+          },
+        } as KubeObject);
+        await hub.mergePatch(`${managedClusters}/${name}/status`, {
+          status: {
+            conditions: [
+              condition('ManagedClusterJoined', 'ManagedClusterJoined'),
+              condition('ManagedClusterConditionAvailable', 'ManagedClusterAvailable'),
+            ],
+          },
+        });
+      }
       await hub.create(`/api/v1/namespaces/${ns}/secrets`, {
         apiVersion: 'v1',
         kind: 'Secret',
-        metadata: { name, namespace: ns, labels: { ...template.metadata?.labels, [benchLabel]: 'true' } },
-        type: template.type,
-        data: template.data,
+        metadata: { name, namespace: ns, labels: { ...secret.metadata?.labels, [benchLabel]: 'true' } },
+        type: secret.type,
+        data: secret.data,
       } as KubeObject);
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, worker));
+}
+
+/** Deletes what registerClusters made; the hub's cleanup finalizers are dropped so the benchmark need not wait for them. */
+async function deleteClusters(hub: KubeClient, layout: Layout): Promise<void> {
+  const selector = `labelSelector=${encodeURIComponent(`${benchLabel}=true`)}`;
+  await hub.request('DELETE', `/api/v1/namespaces/${credentialNamespace}/secrets?${selector}`);
+  if (layout !== 'ocm') return;
+  await hub.request('DELETE', `${managedClusters}?${selector}`);
+  const list = await hub.get<{ items: KubeObject[] }>(`${managedClusters}?${selector}`);
+  let next = 0;
+  const worker = async () => {
+    while (next < list.items.length) {
+      const name = list.items[next++]?.metadata?.name;
+      if (name)
+        await hub
+          .mergePatch(`${managedClusters}/${name}`, { metadata: { finalizers: null } })
+          .catch(() => {});
     }
   };
   await Promise.all(Array.from({ length: 16 }, worker));
@@ -371,7 +456,7 @@ try {
   const hub = env.hub.client;
   const caller = new GatewayCaller(gateway.url);
   let gatewayProcess = gateway.process;
-  const template = await clusterSecretTemplate(hub);
+  const template = await clusterTemplate(hub);
   const base = 2;
   const rows: Row[] = [];
 
@@ -396,12 +481,14 @@ try {
   for (const count of flags.counts) {
     const total = base + count;
     const label = `${total} clusters`;
-    log(`${label}: registering ${count} Secrets`);
+    log(
+      `${label}: registering ${count} clusters (${flags.layout === 'ocm' ? 'ManagedClusters and token Secrets' : 'Secrets'})`,
+    );
     const started = performance.now();
     const listedWatch = timeUntil(`the gateway to list ${total} clusters`, async () => {
       return (await caller.list()).length === total;
     });
-    await registerClusters(hub, template, count);
+    await registerClusters(hub, template, flags.layout, count);
     const registerMs = performance.now() - started;
     await listedWatch;
     const listedMs = performance.now() - started;
@@ -429,11 +516,8 @@ try {
     gatewayProcess = restarted.process;
     row.restart = restarted.result;
 
-    log(`${label}: deleting the ${count} Secrets`);
-    await hub.request(
-      'DELETE',
-      `/api/v1/namespaces/${credentialNamespace}/secrets?labelSelector=${encodeURIComponent(`${benchLabel}=true`)}`,
-    );
+    log(`${label}: deleting the ${count} clusters`);
+    await deleteClusters(hub, flags.layout);
     await timeUntil(
       `the gateway to list ${base} clusters`,
       async () => (await caller.list()).length === base,
@@ -458,7 +542,9 @@ try {
   const table = [
     `| figure | ${rows.map((r) => r.label).join(' | ')} |`,
     `|---|${rows.map(() => '---:').join('|')}|`,
-    row('Secrets created in (s)', (r) => s1(r.registerMs)),
+    row(`${flags.layout === 'ocm' ? 'ManagedClusters and Secrets' : 'Secrets'} created in (s)`, (r) =>
+      s1(r.registerMs),
+    ),
     row('all listed by the gateway after (s)', (r) => s1(r.listedMs)),
     row('all healthy after (s)', (r) => s1(r.healthyMs)),
     row('RSS at rest (MB)', (r) => f0(r.rest.rssMb)),
