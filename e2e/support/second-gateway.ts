@@ -11,6 +11,7 @@ import { repoRoot } from '../../hack/localenv/binaries.ts';
 import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import { freePort } from '../../hack/localenv/ports.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
+import { gatewayNodeFlags } from '../../manager/addon/gateway-deploy/workload.ts';
 import { environmentState } from './environment.ts';
 import { gatewayRequest } from './gateway-client.ts';
 
@@ -33,6 +34,7 @@ export async function startSecondGateway(logName: string, flags: string[]): Prom
   const child = spawn(
     process.execPath,
     [
+      ...gatewayNodeFlags,
       path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
       `--secure-port=${port}`,
       '--bind-address=127.0.0.1',

@@ -8,6 +8,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { gatewayNodeFlags } from '../../manager/addon/gateway-deploy/workload.ts';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
 import type { LocalCluster } from './apiserver.ts';
@@ -66,7 +67,9 @@ export async function startGateway(
   const port = await freePort();
   const process_ = supervisor.start('hub-cluster-gateway', process.execPath, {
     args: [
-      // Node flags for profiling a benchmark's gateway, e.g. CG_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/p".
+      // The shipped Node flags, then a benchmark's own (later ones win), e.g. for profiling:
+      // CG_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/p".
+      ...gatewayNodeFlags,
       ...(process.env.CG_GATEWAY_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
       path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
       `--secure-port=${port}`,
