@@ -144,3 +144,26 @@ test('the gateway refuses a Transfer-Encoding it cannot forward faithfully with 
   assert.deepEqual(statusCodes(answer), [501]);
   assert.match(answer, /"kind":"Status".*unsupported Transfer-Encoding/s);
 });
+
+// The gateway talks HTTP/2 to cluster1 (proxy/http2-sessions.ts), where these fields are forbidden
+// (RFC 9113 §8.2.2): forwarded, Node would refuse the whole header block, and before they were dropped a
+// caller could make the gateway throw with one header. Each is dropped; the request is served.
+for (const via of ['gateway', 'aggregator'] as const) {
+  test(`via the ${via}: HTTP/1.1-only fields (HTTP2-Settings, TE, Keep-Alive, Proxy-Connection) are dropped on the way to HTTP/2`, async () => {
+    const env = environmentState();
+    const target = { url: via === 'gateway' ? env.gateway!.url : env.hub.server, client };
+    for (const field of [
+      'HTTP2-Settings: AAMAAABkAAQAAP__',
+      'TE: gzip',
+      'Keep-Alive: timeout=5',
+      'Proxy-Connection: keep-alive',
+    ]) {
+      const answer = await tlsExchange(
+        target,
+        `GET ${version} HTTP/1.1\r\nHost: gateway\r\n${field}\r\nConnection: close\r\n\r\n`,
+      );
+      assert.deepEqual(statusCodes(answer), [200], `${field}: ${answer.slice(0, 300)}`);
+      assert.match(answer, /"gitVersion"/);
+    }
+  });
+}

@@ -53,7 +53,13 @@ describe('HTTP/2 to the cluster', { timeout: 10_000 }, () => {
     clusters.set('h2', clusterTarget('h2', await constEndpoint(h2.port)));
     clusters.set('h1', clusterTarget('h1', await constEndpoint(h1.port)));
     proxy = createClusterProxy({ idleTimeoutMs: 300 });
-    front = await startFront(proxy, (name) => clusters.get(name));
+    // An identity no header can carry (a newline in a group, as a webhook authenticator could return).
+    front = await startFront(
+      proxy,
+      (name) => clusters.get(name),
+      (req) =>
+        req.url?.includes('bad-identity') ? { name: 'alice', groups: ['a\nb'], extra: {} } : undefined,
+    );
   });
 
   after(async () => {
@@ -118,6 +124,26 @@ describe('HTTP/2 to the cluster', { timeout: 10_000 }, () => {
     const reply = await send(front.port, `${PROXY_PREFIX}h2/proxy/b`);
     assert.equal(reply.body, '2.0 /b');
     assert.equal(connections - before, 1);
+  });
+
+  it('drops HTTP2-Settings and the other fields HTTP/2 forbids, instead of failing the request', async () => {
+    const reply = await send(front.port, `${PROXY_PREFIX}h2/proxy/settings`, {
+      headers: ['HTTP2-Settings', 'AAMAAABkAAQAAP__', 'TE', 'gzip', 'Keep-Alive', 'timeout=5'],
+    });
+    assert.equal(reply.status, 200);
+    assert.equal(reply.body, '2.0 /settings');
+  });
+
+  it('refuses an identity Node cannot send with a 400, on HTTP/2 as on HTTP/1.1', async () => {
+    for (const cluster of ['h2', 'h1']) {
+      const reply = await send(front.port, `${PROXY_PREFIX}${cluster}/proxy/bad-identity`);
+      assert.equal(reply.status, 400, `${cluster}: ${reply.body}`);
+      assert.match(
+        JSON.parse(reply.body).message,
+        /Invalid character in header content \["impersonate-group"\]/i,
+      );
+    }
+    assert.equal((await send(front.port, `${PROXY_PREFIX}h2/proxy/after`)).body, '2.0 /after');
   });
 
   it('uses HTTP/1.1 with a cluster that answers ALPN without h2', async () => {

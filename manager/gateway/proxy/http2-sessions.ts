@@ -100,7 +100,7 @@ export class Http2Sessions {
     }
     const entry = this.#free();
     if (entry) {
-      done({ stream: this.#start(entry, headers, endStream) });
+      done(this.#openStream(entry, headers, endStream));
       return;
     }
     this.#waiting.push({ headers, endStream, done });
@@ -152,6 +152,16 @@ export class Http2Sessions {
         return entry;
     }
     return undefined;
+  }
+
+  #openStream(entry: Session, headers: http2.OutgoingHttpHeaders, endStream: boolean): StreamResult {
+    try {
+      return { stream: this.#start(entry, headers, endStream) };
+    } catch (err) {
+      // An invalid header block, or a session that went away this very tick: never a throw out of a
+      // callback (the waiting requests are served from a promise).
+      return { error: err instanceof Error ? err : new Error(String(err)) };
+    }
   }
 
   #start(entry: Session, headers: http2.OutgoingHttpHeaders, endStream: boolean): http2.ClientHttp2Stream {
@@ -238,7 +248,7 @@ export class Http2Sessions {
         return;
       }
       const waiting = this.#waiting.shift()!;
-      waiting.done({ stream: this.#start(entry, waiting.headers, waiting.endStream) });
+      waiting.done(this.#openStream(entry, waiting.headers, waiting.endStream));
     }
   }
 
