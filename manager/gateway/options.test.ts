@@ -91,3 +91,9 @@ test('--health-check-max-rate bounds probes per second (default 25)', () => {
   assert.equal(parsed(['--health-check-max-rate=200']).healthCheckMaxRate, 200);
   assert.throws(() => parseOptions(['--health-check-max-rate=0']), /health-check-max-rate/);
 });
+
+test('--upstream-http2 is on by default; false keeps every request on HTTP/1.1', () => {
+  assert.equal(parsed([]).upstreamHttp2, true);
+  assert.equal(parsed(['--upstream-http2=false']).upstreamHttp2, false);
+  assert.throws(() => parseOptions(['--upstream-http2=sometimes']), /upstream-http2/);
+});
