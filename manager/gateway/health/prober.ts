@@ -285,19 +285,7 @@ export class HealthProber {
           timeout: timeoutMs,
         },
         (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            if (body.length < 512) body += chunk;
-          });
-          res.on('end', () => {
-            if (res.statusCode === 200) resolve({ healthy: true });
-            else
-              resolve({
-                healthy: false,
-                reason: `/healthz returned ${res.statusCode}: ${body.trim().slice(0, 200)}`,
-              });
-          });
+          readHealthz(res, () => res.statusCode ?? 0, resolve);
           res.on('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
         },
       );
@@ -331,25 +319,34 @@ function probeOverHttp2(
         return resolve({ healthy: false, reason: 'unreachable: the HTTP/2 session went away' });
       const { stream } = result;
       let status = 0;
-      let body = '';
       stream.setTimeout(timeoutMs, () => stream.destroy(new Error(`no answer within ${timeoutMs / 1000}s`)));
       stream.once('response', (h) => {
         status = Number(h[':status']);
       });
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => {
-        if (body.length < 512) body += chunk;
-      });
-      stream.once('end', () =>
-        resolve(
-          status === 200
-            ? { healthy: true }
-            : { healthy: false, reason: `/healthz returned ${status}: ${body.trim().slice(0, 200)}` },
-        ),
-      );
+      readHealthz(stream, () => status, resolve);
       stream.once('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
     });
   });
+}
+
+/** The verdict of a /healthz answer, HTTP/1.1 or HTTP/2: 200 is healthy, else the status and the body's start. */
+function readHealthz(
+  body: NodeJS.ReadableStream,
+  status: () => number,
+  resolve: (health: ClusterHealth) => void,
+): void {
+  let text = '';
+  body.setEncoding('utf8');
+  body.on('data', (chunk: string) => {
+    if (text.length < 512) text += chunk;
+  });
+  body.once('end', () =>
+    resolve(
+      status() === 200
+        ? { healthy: true }
+        : { healthy: false, reason: `/healthz returned ${status()}: ${text.trim().slice(0, 200)}` },
+    ),
+  );
 }
 
 /** Whether the agent holds an idle keep-alive connection a probe can take. */

@@ -19,14 +19,14 @@ import http2 from 'node:http2';
 import type { UserInfo } from '../auth/user.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import type { ProxyAccess, ProxyContext } from './context.ts';
-import { type Framing, framingHeaders, requestFraming } from './framing.ts';
-import { downstreamHeaders, upstreamHeaders } from './headers.ts';
+import { type Framing, requestFraming } from './framing.ts';
+import { downstreamHeaders } from './headers.ts';
 import { http1ResponseHeaders, http2RequestHeaders } from './http2-headers.ts';
 import type { Http2Sessions } from './http2-sessions.ts';
 import { isStreamingRequest, joinUpstreamPath } from './path.ts';
 import type { Upstream } from './pool.ts';
 import { errorMessage, refusal, unreachable, writeStatus } from './reply.ts';
-import { openUpstreamRequest } from './upstream-request.ts';
+import { forwardedHeaders, openUpstreamRequest } from './upstream-request.ts';
 
 /** What the two protocol paths share about one proxied request. */
 interface Exchange {
@@ -171,13 +171,7 @@ function overHttp2(exchange: Exchange, sessions: Http2Sessions): void {
   let headers: http2.OutgoingHttpHeaders;
   try {
     framing = requestFraming(req);
-    const raw = upstreamHeaders(req.rawHeaders, {
-      host: upstream.hostHeader,
-      framing: framingHeaders(framing, method),
-      authorization: upstream.authorization,
-      identity: exchange.identity,
-      forwardedFor: req.socket.remoteAddress,
-    });
+    const raw = forwardedHeaders(upstream, req, framing, { identity: exchange.identity });
     headers = http2RequestHeaders(raw, method, joinUpstreamPath(upstream.basePath, exchange.upstreamPath));
   } catch (err) {
     exchange.error = errorMessage(err);

@@ -3,12 +3,12 @@
  * caller's path on the endpoint's base path, the caller's headers rewritten
  * for the cluster (credential, impersonation, hop-by-hop), and the body's
  * framing declared from what Node parsed, never copied (framing.ts). Shared
- * by plain requests (handler.ts) and upgrades (upgrade.ts).
+ * by plain requests (handler.ts) and upgrades (upgrade.ts); forwardedHeaders also by HTTP/2 requests.
  */
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { UserInfo } from '../auth/user.ts';
-import { assertNoBody, framingHeaders, requestFraming } from './framing.ts';
-import { upstreamHeaders } from './headers.ts';
+import { assertNoBody, type Framing, framingHeaders, requestFraming } from './framing.ts';
+import { type RawHeaders, upstreamHeaders } from './headers.ts';
 import { joinUpstreamPath } from './path.ts';
 import type { Upstream } from './pool.ts';
 
@@ -28,14 +28,7 @@ export function openUpstreamRequest(
     port: upstream.port,
     method,
     path: joinUpstreamPath(upstream.basePath, upstreamPath),
-    headers: upstreamHeaders(req.rawHeaders, {
-      host: upstream.hostHeader,
-      framing: framingHeaders(framing, method),
-      authorization: upstream.authorization,
-      identity: options.identity,
-      ...(options.upgrade ? { upgrade: true } : {}),
-      forwardedFor: req.socket.remoteAddress,
-    }),
+    headers: forwardedHeaders(upstream, req, framing, options),
   });
   if (options.upgrade) {
     // A refused upgrade (any answer but 101) must not return its connection to the
@@ -43,4 +36,25 @@ export function openUpstreamRequest(
     request.shouldKeepAlive = false;
   }
   return request;
+}
+
+/**
+ * The caller's headers as the cluster gets them, on either protocol (the HTTP/2 path converts them,
+ * http2-headers.ts): the pool's Host and credential, the framing Node parsed, the identity to
+ * impersonate, and the caller's address appended to X-Forwarded-For.
+ */
+export function forwardedHeaders(
+  upstream: Upstream,
+  req: IncomingMessage,
+  framing: Framing,
+  options: { identity?: UserInfo; upgrade?: boolean },
+): RawHeaders {
+  return upstreamHeaders(req.rawHeaders, {
+    host: upstream.hostHeader,
+    framing: framingHeaders(framing, req.method ?? 'GET'),
+    authorization: upstream.authorization,
+    identity: options.identity,
+    ...(options.upgrade ? { upgrade: true } : {}),
+    forwardedFor: req.socket.remoteAddress,
+  });
 }
