@@ -290,7 +290,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       return stats;
     },
     close() {
-      for (const { upstream } of [...entries.values(), ...[...retired].map((upstream) => ({ upstream }))]) {
+      for (const upstream of [...[...entries.values()].map((entry) => entry.upstream), ...retired]) {
         upstream.agent.destroy();
         upstream.http2?.destroy();
       }
