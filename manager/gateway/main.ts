@@ -185,6 +185,7 @@ if (options.featureGates.HealthinessCheck) {
     },
     get: (name) => registry.get(name),
     subscribe: (listener) => registry.subscribe(listener),
+    sourcesSynced: () => registry.synced,
     pools,
     sharedPools: true,
     intervalMs: options.healthCheckIntervalSeconds * 1000,

@@ -308,3 +308,51 @@ test('clusters deleted while queued behind the rate limit spend none of it', asy
     'the next second goes to clusters that still exist',
   );
 });
+
+test('no probe before every source has listed its clusters', async () => {
+  // A restart with Secrets listed before the ManagedClusters that give their URLs: a probe then
+  // would find "no endpoint" and keep the cluster unhealthy until its next turn.
+  let synced = false;
+  const h = harness(3, { sourcesSynced: () => synced });
+  const total = load.total;
+  h.prober.start();
+  await new Promise((resolve) => setTimeout(resolve, 250)); // a few of its re-checks
+  await h.settle();
+  assert.equal(load.total, total, 'nothing probed while a source is still listing');
+  assert.equal(h.health.size, 0, 'and no verdict reported');
+  synced = true;
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  await h.settle();
+  assert.equal(h.health.size, 3);
+  assert.ok([...h.health.values()].every((x) => x.healthy));
+});
+
+test('a cluster whose endpoint, credential or problem changes is probed again at once', async () => {
+  const h = harness(2, { random: () => 0.5 });
+  const withoutEndpoint = (name: string): ClusterTarget => {
+    const { endpoint: _endpoint, ...rest } = target(name);
+    return { ...rest, connectionKey: 'none', problem: 'no endpoint' };
+  };
+  h.clusters.set('c0', withoutEndpoint('c0'));
+  h.prober.start();
+  await h.settle();
+  assert.deepEqual(h.health.get('c0'), { healthy: false, reason: 'no endpoint' });
+  assert.equal(h.health.get('c1')?.healthy, true);
+  const total = load.total;
+
+  // c0's ManagedCluster arrives with its URL: probed now, not at its place in the interval (5 s).
+  h.clock.now = 100;
+  h.clusters.set('c0', target('c0'));
+  h.emit({ type: 'MODIFIED', cluster: target('c0') });
+  h.emit({ type: 'MODIFIED', cluster: { ...target('c1'), resourceVersion: '2' } }); // only health: no re-probe
+  h.prober.tick();
+  await h.settle();
+  assert.equal(h.health.get('c0')?.healthy, true);
+  assert.equal(load.total - total, 1, 'c0 only');
+
+  // And it keeps its regular schedule afterwards: nothing more until its interval comes.
+  h.clock.now = 4_000;
+  h.prober.tick();
+  await h.settle();
+  assert.equal(load.total - total, 1);
+});

@@ -25,6 +25,10 @@
  *   connection costs about 100 KB of RSS, so one per cluster would make
  *   memory grow with the cluster count; the rate limit bounds what the
  *   handshakes cost instead (about 0.7 ms of CPU each, measured).
+ * - no probe runs before every source has listed its clusters
+ *   (`sourcesSynced`), and a cluster whose endpoint, credential or problem
+ *   changes is probed again at once: a verdict is never about data that
+ *   was incomplete or has since changed for longer than one probe takes.
  * Until its first probe a cluster is neither healthy nor unhealthy but
  * unknown (precedence.ts), which --reject-unhealthy does not reject.
  */
@@ -40,6 +44,13 @@ export interface ProberOptions {
   list: () => ClusterTarget[];
   /** The cluster as it is now (a rotated credential), read when its probe starts; defaults to the last list(). */
   get?: (name: string) => ClusterTarget | undefined;
+  /**
+   * Whether every source of clusters has completed its initial list. No probe runs before: a
+   * cluster known from its Secret alone, while the ManagedCluster that gives its URL is still
+   * being listed, would read unhealthy ("no endpoint") until its next probe (docs/benchmarks.md,
+   * "Scale": 25 of 5,000 after a restart, for 200 s). Default: always.
+   */
+  sourcesSynced?: () => boolean;
   /** Cluster additions and deletions as they happen, so a new cluster is probed at once. */
   subscribe?: (listener: (event: ClusterEvent) => void) => () => void;
   setHealth: (name: string, health: ClusterHealth) => void;
@@ -130,6 +141,12 @@ export class HealthProber {
   tick(): void {
     if (this.#stopped) return;
     clearTimeout(this.#timer);
+    if (this.#o.sourcesSynced && !this.#o.sourcesSynced()) {
+      // Clusters seen meanwhile are tracked (subscribe) and probed once the lists are complete.
+      this.#timer = setTimeout(() => this.tick(), Math.min(this.#tickMs, 100));
+      this.#timer.unref?.();
+      return;
+    }
     const now = this.#now();
     if (now >= this.#nextListAt) {
       this.#reconcile(this.#o.list());
@@ -157,8 +174,12 @@ export class HealthProber {
 
   #track(target: ClusterTarget): void {
     const s = this.#schedules.get(target.name);
-    if (s) s.target = target;
-    else {
+    if (s) {
+      // What the last verdict was about changed (an endpoint, a credential, a problem fixed or
+      // found): probe again at once rather than show a stale verdict for up to an interval.
+      if (s.probed && !s.busy && differs(s.target, target)) s.due = this.#now();
+      s.target = target;
+    } else {
       this.#schedules.set(target.name, {
         name: target.name,
         target,
@@ -230,6 +251,7 @@ export class HealthProber {
 
   async #run(s: Schedule): Promise<void> {
     const target = this.#o.get?.(s.name) ?? s.target;
+    s.target = target;
     let health: ClusterHealth;
     try {
       health = await this.probe(target);
@@ -240,9 +262,12 @@ export class HealthProber {
     if (this.#stopped || this.#schedules.get(s.name) !== s) return; // deleted meanwhile: report nothing
     const interval = this.#o.intervalMs;
     // The first probe of a cluster places it at a random point of the interval; later ones keep their place ± jitter.
-    s.due = s.probed
-      ? this.#now() + interval * (1 + this.#jitter * (2 * this.#random() - 1))
-      : this.#now() + interval * this.#random();
+    // A probe of a target that changed while it ran is repeated at once (see #track).
+    s.due = differs(this.#o.get?.(s.name) ?? s.target, target)
+      ? this.#now()
+      : s.probed
+        ? this.#now() + interval * (1 + this.#jitter * (2 * this.#random() - 1))
+        : this.#now() + interval * this.#random();
     s.probed = true;
     s.busy = false;
     const previous = s.last;
@@ -294,6 +319,11 @@ export class HealthProber {
       req.end();
     });
   }
+}
+
+/** Whether a probe of `a` says nothing about `b`: another endpoint or credential, or another problem. */
+function differs(a: ClusterTarget, b: ClusterTarget): boolean {
+  return a.connectionKey !== b.connectionKey || a.problem !== b.problem;
 }
 
 /** GET /healthz as a stream of an open HTTP/2 session. */
