@@ -15,8 +15,8 @@
  *
  *   - registration: time until the gateway lists all of them, and until all
  *     read healthy (every one probed);
- *   - at rest (after a settle period, over --idle seconds): the gateway's RSS
- *     and peak RSS, its CPU (share of one core), the hub API requests the
+ *   - at rest (after a settle period, over --idle seconds): the gateway's RSS,
+ *     its V8 heap in use (its /metrics) and peak RSS, its CPU (share of one core), the hub API requests the
  *     gateway's ServiceAccount made per minute and the /healthz probes
  *     cluster1 received per minute (both from the audit logs), the gateway's
  *     open connections to cluster1;
@@ -29,7 +29,7 @@
  *     reads healthy, the most clusters seen reading unhealthy (not unknown)
  *     meanwhile, and proxied GETs answered 503 meanwhile;
  *   - after deleting the N clusters: connections to cluster1 and RSS, 5 s
- *     and 45 s later (pools idle out after 30 s).
+ *     and 45 s later (pools idle out after 30 s), and the V8 heap in use.
  *
  * Flags: --counts=1000,5000 --layout=ocm|secrets --idle=30 --latency-seconds=10 --settle=15 --keep
  */
@@ -150,6 +150,17 @@ class GatewayCaller {
     }));
   }
 
+  /** V8's heap in use (MB), from the gateway's own /metrics: what of its RSS is JavaScript objects. */
+  async heapUsedMb(): Promise<number | undefined> {
+    try {
+      const { status, body } = await this.get('/metrics');
+      const value = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(body)?.[1];
+      return status === 200 && value ? Number(value) / 1024 / 1024 : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   async ready(): Promise<boolean> {
     try {
       return (await this.get('/readyz')).status === 200;
@@ -161,6 +172,7 @@ class GatewayCaller {
 
 interface Rest {
   rssMb: number;
+  heapMb: number | undefined;
   peakMb: number;
   cpuPercent: number;
   hubCallsPerMin: number;
@@ -170,7 +182,12 @@ interface Rest {
 }
 
 /** The gateway at rest, over `seconds`: CPU share, hub API calls and cluster1 probes per minute (audit logs). */
-async function atRest(gatewayPid: number, cluster1Port: number, seconds: number): Promise<Rest> {
+async function atRest(
+  gatewayPid: number,
+  caller: GatewayCaller,
+  cluster1Port: number,
+  seconds: number,
+): Promise<Rest> {
   const hubAudit = auditLogPath(stateDir, 'hub');
   const c1Audit = auditLogPath(stateDir, 'cluster1');
   const hubFrom = fileEnd(hubAudit);
@@ -191,6 +208,7 @@ async function atRest(gatewayPid: number, cluster1Port: number, seconds: number)
   ).length;
   return {
     rssMb: rssKb(gatewayPid) / 1024,
+    heapMb: await caller.heapUsedMb(),
     peakMb: rssKb(gatewayPid, 'VmHWM') / 1024,
     cpuPercent: (cpuMs / (elapsedMin * 60_000)) * 100,
     hubCallsPerMin: hub.length / elapsedMin,
@@ -444,7 +462,13 @@ interface Row {
   kubectlMs: number;
   latency: Awaited<ReturnType<typeof proxiedLatency>>;
   restart?: Restart;
-  afterDelete?: { connections5s: number; connections45s: number; rss5s: number; rss45s: number };
+  afterDelete?: {
+    connections5s: number;
+    connections45s: number;
+    rss5s: number;
+    rss45s: number;
+    heap45s: number | undefined;
+  };
 }
 
 let failed = false;
@@ -463,7 +487,7 @@ try {
   const measure = async (label: string, expected: number): Promise<Omit<Row, 'label'>> => {
     log(`${label}: settling ${flags.settle} s, then ${flags.idle} s at rest`);
     await sleep(flags.settle * 1000);
-    const rest = await atRest(gatewayProcess.pid, cluster1Port, flags.idle);
+    const rest = await atRest(gatewayProcess.pid, caller, cluster1Port, flags.idle);
     log(`${label}: kubectl get clustergateways ×5`);
     const kubectlMs = kubectlGet(env.hub.kubeconfig);
     log(`${label}: proxied GETs for ${flags.latencySeconds} s`);
@@ -531,6 +555,7 @@ try {
       rss5s,
       connections45s: await connectionsTo(gatewayProcess.pid, cluster1Port),
       rss45s: rssKb(gatewayProcess.pid) / 1024,
+      heap45s: await caller.heapUsedMb(),
     };
     rows.push(row);
   }
@@ -548,6 +573,7 @@ try {
     row('all listed by the gateway after (s)', (r) => s1(r.listedMs)),
     row('all healthy after (s)', (r) => s1(r.healthyMs)),
     row('RSS at rest (MB)', (r) => f0(r.rest.rssMb)),
+    row('V8 heap used at rest (MB)', (r) => f0(r.rest.heapMb)),
     row('peak RSS so far (MB)', (r) => f0(r.rest.peakMb)),
     row('idle CPU (% of a core)', (r) => f1(r.rest.cpuPercent)),
     row('/healthz probes on cluster1 per min', (r) => f0(r.rest.probesPerMin)),
@@ -570,6 +596,7 @@ try {
     row('deleted: RSS after 5 s / 45 s (MB)', (r) =>
       r.afterDelete ? `${f0(r.afterDelete.rss5s)} / ${f0(r.afterDelete.rss45s)}` : '—',
     ),
+    row('deleted: V8 heap used after 45 s (MB)', (r) => f0(r.afterDelete?.heap45s)),
   ];
   console.log(`\n${table.join('\n')}\n`);
   console.log('hub API calls by the gateway at rest, per window:');
