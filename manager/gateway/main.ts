@@ -24,7 +24,13 @@ import { HealthAnnotationStore } from './health/annotation-store.ts';
 import { HealthProber } from './health/prober.ts';
 import { logProxiedRequest } from './identity/access-log.ts';
 import { startProxyIdentity } from './identity/setup.ts';
-import { enableProcessMetrics, recordProxiedRequest, setUpstreamConnectionsSource } from './metrics.ts';
+import {
+  enableProcessMetrics,
+  recordHealthProbe,
+  recordProxiedRequest,
+  setHealthProberSource,
+  setUpstreamConnectionsSource,
+} from './metrics.ts';
 import { helpText, parseOptions } from './options.ts';
 import { createClusterProxy } from './proxy/index.ts';
 import { createConnectionPools } from './proxy/pool.ts';
@@ -177,7 +183,10 @@ let prober: HealthProber | undefined;
 if (options.featureGates.HealthinessCheck) {
   prober = new HealthProber({
     list: () => registry.list(),
-    setHealth: (name, health) => registry.setHealth(name, health),
+    setHealth: (name, health) => {
+      recordHealthProbe(health.healthy);
+      registry.setHealth(name, health);
+    },
     // Only an accepted, joined ManagedCluster may mark its cluster unavailable (see managedcluster-source.ts).
     managedClusterHealth: (name) => {
       const mc = managedClusters?.informer.get(name);
@@ -193,6 +202,8 @@ if (options.featureGates.HealthinessCheck) {
     userAgent: options.userAgent,
     log,
   });
+  const counted = prober;
+  setHealthProberSource(() => ({ tracked: counted.tracked, unprobed: counted.unprobed }));
 }
 
 // Agent tunnels (tunnel/): each connected agent becomes its cluster's ClusterProxy endpoint.

@@ -3,7 +3,9 @@ import { test } from 'node:test';
 import {
   enableProcessMetrics,
   metricsText,
+  recordHealthProbe,
   recordProxiedRequest,
+  setHealthProberSource,
   setUpstreamConnectionsSource,
   trackInflightRequest,
 } from './metrics.ts';
@@ -89,4 +91,20 @@ test('label values come from bounded sets, whatever the proxied path holds', asy
   const after = await metricsText();
   assert.match(after, /resource="secrets",verb="list",code="200"/);
   assert.match(after, /resource="",verb="get",code="other"/);
+});
+
+test('health probes are counted by verdict, and the prober’s clusters read at scrape time', async () => {
+  recordHealthProbe(true);
+  recordHealthProbe(true);
+  recordHealthProbe(false);
+  let counts = { tracked: 5, unprobed: 2 };
+  setHealthProberSource(() => counts);
+  let text = await metricsText();
+  assert.match(text, /^cluster_gateway_health_probes_total\{result="healthy"\} 2$/m);
+  assert.match(text, /^cluster_gateway_health_probes_total\{result="unhealthy"\} 1$/m);
+  assert.match(text, /^cluster_gateway_health_clusters\{state="tracked"\} 5$/m);
+  assert.match(text, /^cluster_gateway_health_clusters\{state="unprobed"\} 2$/m);
+  counts = { tracked: 5, unprobed: 0 };
+  text = await metricsText();
+  assert.match(text, /^cluster_gateway_health_clusters\{state="unprobed"\} 0$/m);
 });

@@ -228,6 +228,38 @@ export function recordUpgradeRequest(upgradeHeader: string | undefined): void {
   });
 }
 
+const healthProbes = new Counter({
+  name: 'cluster_gateway_health_probes_total',
+  help: 'Health probes of managed clusters (GET /healthz, or the ManagedCluster found unavailable), by verdict',
+  labelNames: ['result'] as const,
+  registers: [registry],
+});
+
+/** Counts one health probe by its verdict. */
+export function recordHealthProbe(healthy: boolean): void {
+  healthProbes.inc({ result: healthy ? 'healthy' : 'unhealthy' });
+}
+
+type ProberCounts = () => { tracked: number; unprobed: number };
+let proberCounts: ProberCounts = () => ({ tracked: 0, unprobed: 0 });
+
+new Gauge({
+  name: 'cluster_gateway_health_clusters',
+  help: 'Clusters the health prober tracks (state="tracked"), and of those the ones it has not probed yet (state="unprobed": new, or since the gateway started)',
+  labelNames: ['state'] as const,
+  registers: [registry],
+  collect() {
+    const { tracked, unprobed } = proberCounts();
+    this.set({ state: 'tracked' }, tracked);
+    this.set({ state: 'unprobed' }, unprobed);
+  },
+});
+
+/** Where cluster_gateway_health_clusters reads its values at scrape time. */
+export function setHealthProberSource(source: ProberCounts): void {
+  proberCounts = source;
+}
+
 /** Counts one request as in flight; call the returned function exactly once when it ends. */
 export function trackInflightRequest(): () => void {
   inflightRequests.inc();

@@ -320,10 +320,12 @@ test('no probe before every source has listed its clusters', async () => {
   await h.settle();
   assert.equal(load.total, total, 'nothing probed while a source is still listing');
   assert.equal(h.health.size, 0, 'and no verdict reported');
+  assert.equal(h.prober.unprobed, 3);
   synced = true;
   await new Promise((resolve) => setTimeout(resolve, 250));
   await h.settle();
   assert.equal(h.health.size, 3);
+  assert.equal(h.prober.unprobed, 0);
   assert.ok([...h.health.values()].every((x) => x.healthy));
 });
 

@@ -137,20 +137,27 @@ export class HealthProber {
     return this.#schedules.size;
   }
 
+  /** Of those, the ones not probed yet (metrics: a restart or a mass registration is done when this is 0). */
+  get unprobed(): number {
+    let n = 0;
+    for (const s of this.#schedules.values()) if (!s.probed) n++;
+    return n;
+  }
+
   /** One scheduling step: re-list when due, queue due probes, start what the limits allow. Public for tests. */
   tick(): void {
     if (this.#stopped) return;
     clearTimeout(this.#timer);
-    if (this.#o.sourcesSynced && !this.#o.sourcesSynced()) {
-      // Clusters seen meanwhile are tracked (subscribe) and probed once the lists are complete.
-      this.#timer = setTimeout(() => this.tick(), Math.min(this.#tickMs, 100));
-      this.#timer.unref?.();
-      return;
-    }
     const now = this.#now();
     if (now >= this.#nextListAt) {
       this.#reconcile(this.#o.list());
       this.#nextListAt = now + this.#o.intervalMs;
+    }
+    if (this.#o.sourcesSynced && !this.#o.sourcesSynced()) {
+      // Clusters seen meanwhile are tracked (list, subscribe) and probed once the lists are complete.
+      this.#timer = setTimeout(() => this.tick(), Math.min(this.#tickMs, 100));
+      this.#timer.unref?.();
+      return;
     }
     for (const s of this.#schedules.values()) {
       if (!s.busy && s.due <= now) {
