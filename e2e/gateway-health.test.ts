@@ -92,6 +92,31 @@ async function statusOf(promise: Promise<unknown>): Promise<StatusError> {
   assert.fail('expected the request to fail');
 }
 
+test('the prober reports on /metrics: probes by verdict, clusters tracked and not probed yet', async () => {
+  const metrics = async () => {
+    const res = await gatewayRequest('GET', '/metrics', {
+      frontProxy: { user: 'admin', groups: ['system:masters'] },
+    });
+    assert.equal(res.status, 200);
+    const sample = (series: string) => {
+      const line = res.body.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.slice(series.length + 1));
+    };
+    return {
+      healthy: sample('cluster_gateway_health_probes_total{result="healthy"}') ?? 0,
+      tracked: sample('cluster_gateway_health_clusters{state="tracked"}'),
+      unprobed: sample('cluster_gateway_health_clusters{state="unprobed"}'),
+    };
+  };
+  const before = await metrics();
+  const listed = (await hub.get<{ items: unknown[] }>(proxyPrefix)).items.length;
+  assert.equal(before.tracked, listed, 'every listed cluster is tracked');
+  // health-e2e was probed healthy (before()); every 2 s it is probed again, and healthy each time.
+  await waitFor('more healthy probes', async () => (await metrics()).healthy > before.healthy);
+  // Every tracked cluster gets a verdict, reachable or not: none stays unprobed.
+  await waitFor('every cluster probed', async () => (await metrics()).unprobed === 0);
+});
+
 test("PUT of the whole object, as the original's client does: true, then false, each read back", async () => {
   const gw = await getHealth();
   gw.status.healthy = true;

@@ -33,11 +33,11 @@
  * unknown (precedence.ts), which --reject-unhealthy does not reject.
  */
 
-import type { Agent } from 'node:http';
+import type { Agent, RequestOptions } from 'node:http';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import type { ClusterEvent, ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
 import type { Http2Sessions } from '../proxy/http2-sessions.ts';
-import type { ConnectionPools, Upstream } from '../proxy/pool.ts';
+import { type ConnectionPools, oneShotConnection, type Upstream } from '../proxy/pool.ts';
 
 export interface ProberOptions {
   /** Every cluster now; read at start and once per interval. */
@@ -305,22 +305,23 @@ export class HealthProber {
       if (upstream.authorization) headers.authorization = upstream.authorization;
       // A connection kept for every cluster costs about 100 KB of RSS each (docs/benchmarks.md, "Scale"):
       // a probe reuses one the proxy keeps warm, and otherwise opens one just for itself and closes it.
-      if (!hasIdleSocket(upstream.agent)) headers.connection = 'close';
-      const req = upstream.request(
-        {
-          agent: upstream.agent,
-          hostname: upstream.hostname,
-          port: upstream.port,
-          method: 'GET',
-          path: `${upstream.basePath}/healthz`,
-          headers,
-          timeout: timeoutMs,
-        },
-        (res) => {
-          readHealthz(res, () => res.statusCode ?? 0, resolve);
-          res.on('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
-        },
-      );
+      // Such a connection is one-shot: its TLS context is not kept for later ones either (pool.ts).
+      const oneShot = !hasIdleSocket(upstream.agent);
+      if (oneShot) headers.connection = 'close';
+      const options: RequestOptions & { [oneShotConnection]: boolean } = {
+        [oneShotConnection]: oneShot,
+        agent: upstream.agent,
+        hostname: upstream.hostname,
+        port: upstream.port,
+        method: 'GET',
+        path: `${upstream.basePath}/healthz`,
+        headers,
+        timeout: timeoutMs,
+      };
+      const req = upstream.request(options, (res) => {
+        readHealthz(res, () => res.statusCode ?? 0, resolve);
+        res.on('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
+      });
       req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs / 1000}s`)));
       req.on('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
       req.end();

@@ -3,7 +3,7 @@ import type https from 'node:https';
 import { describe, it } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import type { Endpoint } from '../clusters/cluster.ts';
-import { createConnectionPools, type Upstream } from './pool.ts';
+import { createConnectionPools, oneShotConnection, type Upstream } from './pool.ts';
 import { clusterTarget, startUpstream, testPki } from './test-kit.ts';
 
 const constant = (address: string, extra: Partial<Endpoint> = {}): Endpoint =>
@@ -146,6 +146,54 @@ describe('connection pools', () => {
     assert.ok(contexts[0]);
     assert.equal(contexts[0], contexts[1]);
     assert.deepEqual(seenCerts, ['gateway', 'gateway'], 'the client certificate was presented');
+    pools.close();
+    await upstream.close();
+  });
+
+  it('a one-shot connection takes the held TLS context, and keeps none it had to build', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const { ca } = await testPki();
+    const upstream = await startUpstream((_req, res) => res.writeHead(200, { Connection: 'close' }).end());
+    const pools = createConnectionPools();
+    const up = upstreamOf(
+      pools.get(
+        clusterTarget('c', {
+          type: 'Const',
+          address: `https://127.0.0.1:${upstream.port}`,
+          caBundle: ca,
+          insecure: false,
+        }),
+      ),
+    );
+    const contexts: unknown[] = [];
+    const createConnection = up.agent.createConnection.bind(up.agent);
+    up.agent.createConnection = (options, callback) => {
+      const socket = createConnection(options, callback);
+      contexts.push((options as { secureContext?: unknown }).secureContext);
+      return socket;
+    };
+    const get = (oneShot: boolean) =>
+      new Promise<void>((resolve, reject) => {
+        const options = { [oneShotConnection]: oneShot, agent: up.agent, host: up.hostname, port: up.port };
+        up.request(options, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        })
+          .on('error', reject)
+          .end();
+      });
+    await get(true);
+    await get(false);
+    assert.equal(contexts[0], contexts[1], 'the context built with the pool serves a one-shot connection');
+    t.mock.timers.tick(30_001); // the held context is dropped after 30 s without a new connection
+    await get(true);
+    await get(true);
+    assert.notEqual(contexts[2], contexts[1]);
+    assert.notEqual(contexts[3], contexts[2], 'one-shot connections keep no context for later ones');
+    await get(false);
+    await get(false);
+    assert.notEqual(contexts[4], contexts[3]);
+    assert.equal(contexts[5], contexts[4], 'a regular connection builds one and holds it');
     pools.close();
     await upstream.close();
   });

@@ -43,6 +43,16 @@ export interface Upstream {
   http2?: Http2Sessions;
 }
 
+/**
+ * A request option (a symbol, so it never reaches the wire) that marks a request whose connection is
+ * used once, e.g. a health probe of a cluster without traffic: it takes the pool's TLS context if
+ * one is held, and otherwise builds one that is not kept (see heldContext).
+ */
+export const oneShotConnection: unique symbol = Symbol('oneShotConnection');
+
+/** The pool's TLS context; `oneShot` for a connection that will not be followed by others soon. */
+type ContextGetter = (oneShot?: boolean) => tls.SecureContext;
+
 export interface PoolOptions {
   /** Limit for opening one connection: TCP (or tunnel dial, or CONNECT) plus TLS handshake. */
   connectTimeoutMs?: number;
@@ -98,8 +108,8 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
     const base: http.AgentOptions = { keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' };
     const credential = target.credential;
     // Only for the TLS branches below: plain-HTTP pools need no context.
-    const tlsSetupOf = (): { options: https.AgentOptions; context: () => tls.SecureContext } | string => {
-      let context: () => tls.SecureContext;
+    const tlsSetupOf = (): { options: https.AgentOptions; context: ContextGetter } | string => {
+      let context: ContextGetter;
       try {
         context = heldContext(secureContextFor(endpoint, credential), () =>
           secureContextFor(endpoint, credential),
@@ -326,18 +336,23 @@ const CONTEXT_IDLE_MS = 30_000;
 /**
  * A pool's TLS context, built once and reused by every connection the pool opens, rather than built
  * by each connection from ca/cert/key as an Agent does: a SecureContext (OpenSSL's SSL_CTX) costs
- * about 260 µs of CPU to build, and a watch ended by its caller takes its connection with it, so each
- * watch start paid it (docs/benchmarks.md). It is dropped after CONTEXT_IDLE_MS without a new
- * connection (and rebuilt on the next), because each holds about 37 KB of native memory: a gateway
- * with 1,000 clusters probed every 40 s would otherwise keep 37 MB of them.
+ * about 210 to 260 µs of CPU to build, and a watch ended by its caller takes its connection with it,
+ * so each watch start paid it (docs/benchmarks.md). It is dropped after CONTEXT_IDLE_MS without a new
+ * connection (and rebuilt on the next), because each holds about 37 KB of native memory.
+ *
+ * A one-shot connection (a probe of a cluster without traffic) uses the held context if there is one
+ * and otherwise a fresh one that is not kept: a cluster probed every 40 s (1,000 clusters at 25 probes
+ * a second) rebuilt its context at every probe anyway, and holding it 30 s of every 40 kept about 750
+ * of them, 28 MB, alive for nothing.
  */
-function heldContext(first: tls.SecureContext, build: () => tls.SecureContext): () => tls.SecureContext {
+function heldContext(first: tls.SecureContext, build: () => tls.SecureContext): ContextGetter {
   let context: tls.SecureContext | undefined = first;
   const timer = setTimeout(() => {
     context = undefined;
   }, CONTEXT_IDLE_MS).unref();
-  return () => {
+  return (oneShot = false) => {
     // A CA or key that loaded once loads again; should it not, the connection fails with the error.
+    if (oneShot) return context ?? build();
     context ??= build();
     timer.refresh();
     return context;
@@ -350,14 +365,10 @@ function heldContext(first: tls.SecureContext, build: () => tls.SecureContext): 
  * Reused keep-alive sockets never come through here. For https, also hands
  * the pool's TLS context to the connection.
  */
-function limitConnect(
-  agent: http.Agent,
-  context: (() => tls.SecureContext) | undefined,
-  timeoutMs: number,
-): void {
+function limitConnect(agent: http.Agent, context: ContextGetter | undefined, timeoutMs: number): void {
   const createConnection = agent.createConnection.bind(agent);
   agent.createConnection = (options, callback) => {
-    if (context) (options as tls.ConnectionOptions).secureContext = context();
+    if (context) (options as tls.ConnectionOptions).secureContext = context(isOneShot(options));
     const socket = createConnection(options, callback);
     if (socket) deadline(socket, context ? 'secureConnect' : 'connect', timeoutMs);
     return socket;
@@ -372,7 +383,7 @@ function limitConnect(
 function dialWith(
   agent: http.Agent,
   dial: Dial,
-  context: (() => tls.SecureContext) | undefined,
+  context: ContextGetter | undefined,
   timeoutMs: number,
 ): void {
   agent.createConnection = (options, callback) => {
@@ -395,7 +406,7 @@ function dialWith(
         }
         const socket = tls.connect({
           ...(options as tls.ConnectionOptions),
-          secureContext: context(),
+          secureContext: context(isOneShot(options)),
           socket: stream,
         });
         deadline(socket, 'secureConnect', timeoutMs);
@@ -469,6 +480,10 @@ function tlsConnector(
       if (!dial) handshake();
       else dial().then(handshake, fail);
     });
+}
+
+function isOneShot(options: object | undefined): boolean {
+  return (options as { [oneShotConnection]?: boolean } | undefined)?.[oneShotConnection] === true;
 }
 
 /** Destroys the socket with a timeout error unless `readyEvent` comes first. */
