@@ -16,6 +16,18 @@ function upstreamOf(result: Upstream | string): Upstream {
 
 const agentOptions = (u: Upstream) => (u.agent as https.Agent).options;
 
+/** The TLS context each new connection of the pool's Agent is opened with, in order. */
+function contextsOfNewConnections(up: Upstream): unknown[] {
+  const contexts: unknown[] = [];
+  const createConnection = up.agent.createConnection.bind(up.agent);
+  up.agent.createConnection = (options, callback) => {
+    const socket = createConnection(options, callback);
+    contexts.push((options as { secureContext?: unknown }).secureContext);
+    return socket;
+  };
+  return contexts;
+}
+
 describe('connection pools', () => {
   it('keeps one pool per cluster while the connection key is unchanged', () => {
     const pools = createConnectionPools();
@@ -124,13 +136,7 @@ describe('connection pools', () => {
       ),
     );
     assert.equal(agentOptions(up).ca, undefined, 'the PEMs are not handed to each connection to parse again');
-    const contexts: unknown[] = [];
-    const createConnection = up.agent.createConnection.bind(up.agent);
-    up.agent.createConnection = (options, callback) => {
-      const socket = createConnection(options, callback);
-      contexts.push((options as { secureContext?: unknown }).secureContext);
-      return socket;
-    };
+    const contexts = contextsOfNewConnections(up);
     const get = () =>
       new Promise<number>((resolve, reject) => {
         up.request({ agent: up.agent, host: up.hostname, port: up.port, path: '/' }, (res) => {
@@ -165,13 +171,7 @@ describe('connection pools', () => {
         }),
       ),
     );
-    const contexts: unknown[] = [];
-    const createConnection = up.agent.createConnection.bind(up.agent);
-    up.agent.createConnection = (options, callback) => {
-      const socket = createConnection(options, callback);
-      contexts.push((options as { secureContext?: unknown }).secureContext);
-      return socket;
-    };
+    const contexts = contextsOfNewConnections(up);
     const get = (oneShot: boolean) =>
       new Promise<void>((resolve, reject) => {
         const options = { [oneShotConnection]: oneShot, agent: up.agent, host: up.hostname, port: up.port };
