@@ -33,11 +33,12 @@
  * unknown (precedence.ts), which --reject-unhealthy does not reject.
  */
 
-import type { Agent, RequestOptions } from 'node:http';
+import type { Agent } from 'node:http';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import type { ClusterEvent, ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
 import type { Http2Sessions } from '../proxy/http2-sessions.ts';
-import { type ConnectionPools, oneShotConnection, type Upstream } from '../proxy/pool.ts';
+import type { ConnectionPools, Upstream } from '../proxy/pool.ts';
+import { getHealthz } from './healthz-once.ts';
 
 export interface ProberOptions {
   /** Every cluster now; read at start and once per interval. */
@@ -297,31 +298,47 @@ export class HealthProber {
     // The proxy's HTTP/2 session is open (the cluster has traffic): the probe is one more stream on it.
     if (upstream.http2?.hasFreeSession())
       return probeOverHttp2(upstream, upstream.http2, timeoutMs, this.#o.userAgent);
+    const userAgent = this.#o.userAgent ?? 'cluster-gateway';
+    const path = `${upstream.basePath}/healthz`;
+    // A connection kept for every cluster costs about 100 KB of RSS each (docs/benchmarks.md, "Scale"):
+    // a probe reuses one the proxy keeps warm, and otherwise opens one just for itself, makes its one
+    // request by hand (healthz-once.ts: a third of the CPU of http.request) and closes it. Such a
+    // connection is one-shot: its TLS context is not kept for later ones either (pool.ts).
+    if (!hasIdleSocket(upstream.agent)) {
+      return upstream
+        .connectOnce()
+        .then((socket) =>
+          getHealthz(socket, {
+            path,
+            host: upstream.hostHeader,
+            userAgent,
+            timeoutMs,
+            ...(upstream.authorization ? { authorization: upstream.authorization } : {}),
+          }),
+        )
+        .then(
+          (answer) => verdict(answer.status, answer.body),
+          (err: Error) => ({ healthy: false, reason: `unreachable: ${err.message}` }),
+        );
+    }
     return new Promise<ClusterHealth>((resolve) => {
-      const headers: Record<string, string> = {
-        host: upstream.hostHeader,
-        'user-agent': this.#o.userAgent ?? 'cluster-gateway',
-      };
+      const headers: Record<string, string> = { host: upstream.hostHeader, 'user-agent': userAgent };
       if (upstream.authorization) headers.authorization = upstream.authorization;
-      // A connection kept for every cluster costs about 100 KB of RSS each (docs/benchmarks.md, "Scale"):
-      // a probe reuses one the proxy keeps warm, and otherwise opens one just for itself and closes it.
-      // Such a connection is one-shot: its TLS context is not kept for later ones either (pool.ts).
-      const oneShot = !hasIdleSocket(upstream.agent);
-      if (oneShot) headers.connection = 'close';
-      const options: RequestOptions & { [oneShotConnection]: boolean } = {
-        [oneShotConnection]: oneShot,
-        agent: upstream.agent,
-        hostname: upstream.hostname,
-        port: upstream.port,
-        method: 'GET',
-        path: `${upstream.basePath}/healthz`,
-        headers,
-        timeout: timeoutMs,
-      };
-      const req = upstream.request(options, (res) => {
-        readHealthz(res, () => res.statusCode ?? 0, resolve);
-        res.on('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
-      });
+      const req = upstream.request(
+        {
+          agent: upstream.agent,
+          hostname: upstream.hostname,
+          port: upstream.port,
+          method: 'GET',
+          path,
+          headers,
+          timeout: timeoutMs,
+        },
+        (res) => {
+          readHealthz(res, () => res.statusCode ?? 0, resolve);
+          res.on('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
+        },
+      );
       req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs / 1000}s`)));
       req.on('error', (err) => resolve({ healthy: false, reason: `unreachable: ${err.message}` }));
       req.end();
@@ -367,7 +384,7 @@ function probeOverHttp2(
   });
 }
 
-/** The verdict of a /healthz answer, HTTP/1.1 or HTTP/2: 200 is healthy, else the status and the body's start. */
+/** The verdict of a /healthz answer read from a stream (HTTP/1.1 response or HTTP/2 stream). */
 function readHealthz(
   body: NodeJS.ReadableStream,
   status: () => number,
@@ -378,13 +395,14 @@ function readHealthz(
   body.on('data', (chunk: string) => {
     if (text.length < 512) text += chunk;
   });
-  body.once('end', () =>
-    resolve(
-      status() === 200
-        ? { healthy: true }
-        : { healthy: false, reason: `/healthz returned ${status()}: ${text.trim().slice(0, 200)}` },
-    ),
-  );
+  body.once('end', () => resolve(verdict(status(), text)));
+}
+
+/** 200 is healthy; anything else is not, and says its status and the start of its body. */
+function verdict(status: number, body: string): ClusterHealth {
+  return status === 200
+    ? { healthy: true }
+    : { healthy: false, reason: `/healthz returned ${status}: ${body.trim().slice(0, 200)}` };
 }
 
 /** Whether the agent holds an idle keep-alive connection a probe can take. */

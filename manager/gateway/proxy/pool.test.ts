@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import type https from 'node:https';
 import { describe, it } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import type { Endpoint } from '../clusters/cluster.ts';
-import { createConnectionPools, oneShotConnection, type Upstream } from './pool.ts';
+import { createConnectionPools, type Upstream } from './pool.ts';
 import { clusterTarget, startUpstream, testPki } from './test-kit.ts';
 
 const constant = (address: string, extra: Partial<Endpoint> = {}): Endpoint =>
@@ -26,6 +27,23 @@ function contextsOfNewConnections(up: Upstream): unknown[] {
     return socket;
   };
   return contexts;
+}
+
+/** One request on a connection of connectOnce(), written by hand: the raw answer, and whether TLS resumed a session. */
+async function requestOnce(up: Upstream): Promise<{ answer: string; resumed: boolean }> {
+  const socket = (await up.connectOnce()) as TLSSocket;
+  let resumed = false;
+  socket.once('secureConnect', () => {
+    resumed = socket.isSessionReused();
+  });
+  socket.write(`GET / HTTP/1.1\r\nHost: ${up.hostHeader}\r\nConnection: close\r\n\r\n`);
+  let answer = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    answer += chunk;
+  });
+  await once(socket, 'close');
+  return { answer, resumed };
 }
 
 describe('connection pools', () => {
@@ -172,16 +190,17 @@ describe('connection pools', () => {
       ),
     );
     const contexts = contextsOfNewConnections(up);
-    const get = (oneShot: boolean) =>
-      new Promise<void>((resolve, reject) => {
-        const options = { [oneShotConnection]: oneShot, agent: up.agent, host: up.hostname, port: up.port };
-        up.request(options, (res) => {
+    const get = async (oneShot: boolean) => {
+      if (oneShot) return void (await requestOnce(up));
+      await new Promise<void>((resolve, reject) => {
+        up.request({ agent: up.agent, host: up.hostname, port: up.port }, (res) => {
           res.resume();
           res.on('end', resolve);
         })
           .on('error', reject)
           .end();
       });
+    };
     await get(true);
     await get(false);
     assert.equal(contexts[0], contexts[1], 'the context built with the pool serves a one-shot connection');
@@ -196,6 +215,51 @@ describe('connection pools', () => {
     assert.equal(contexts[5], contexts[4], 'a regular connection builds one and holds it');
     pools.close();
     await upstream.close();
+  });
+
+  it('connectOnce resumes the TLS session of the connection before, and counts its connection while open', async () => {
+    const { ca } = await testPki();
+    const upstream = await startUpstream((_req, res) =>
+      res.writeHead(200, { Connection: 'close' }).end('ok'),
+    );
+    const pools = createConnectionPools();
+    const up = upstreamOf(
+      pools.get(
+        clusterTarget('c', {
+          type: 'Const',
+          address: `https://127.0.0.1:${upstream.port}`,
+          caBundle: ca,
+          insecure: false,
+        }),
+      ),
+    );
+    const first = await requestOnce(up);
+    assert.match(first.answer, /^HTTP\/1\.1 200 .*\r\nok\r\n/s);
+    assert.equal(first.resumed, false);
+    const second = await requestOnce(up);
+    assert.equal(second.resumed, true, 'the second handshake is resumed');
+
+    const open = await up.connectOnce();
+    assert.deepEqual(pools.stats().perCluster, [['c', 1]], 'an open one-shot connection is counted');
+    assert.equal(pools.stats().activeSockets, 1);
+    open.destroy();
+    await once(open, 'close');
+    assert.deepEqual(pools.stats().perCluster, [['c', 0]]);
+    pools.close();
+    await upstream.close();
+  });
+
+  it('connectOnce fails with the connection error (nothing listens)', async () => {
+    const pools = createConnectionPools();
+    const up = upstreamOf(pools.get(clusterTarget('gone', constant('https://127.0.0.1:1'))));
+    const socket = await up.connectOnce();
+    const [err] = await Promise.all([
+      once(socket, 'error') as Promise<NodeJS.ErrnoException[]>,
+      new Promise((resolve) => socket.once('close', resolve)),
+    ]);
+    assert.equal(err?.[0]?.code, 'ECONNREFUSED');
+    assert.deepEqual(pools.stats().perCluster, [['gone', 0]]);
+    pools.close();
   });
 
   it('answers a client certificate OpenSSL cannot load with a problem naming the cluster', () => {

@@ -41,6 +41,13 @@ export interface Upstream {
    * cluster has answered ALPN with http/1.1. Absent for plain-HTTP endpoints.
    */
   http2?: Http2Sessions;
+  /**
+   * Opens one connection of this pool's kind (direct, through the egress proxy or the agent tunnel,
+   * TLS with the pool's context, resuming the TLS session the pool last had) for a single request
+   * that the caller writes and reads itself, outside the Agent: a health probe of an idle cluster.
+   * Counted in stats() while open.
+   */
+  connectOnce(): Promise<Duplex>;
 }
 
 /**
@@ -92,11 +99,16 @@ export interface ConnectionPools {
 
 interface Entry {
   upstream: Upstream;
+  /** Connections open through connectOnce(), for stats(). */
+  oneShot: { open: number };
   /** Tunnel endpoints: the latest dial(), so a reconnected agent tunnel is used at once. */
   tunnel?: { dial: TunnelEndpoint['dial'] };
 }
 
 type Dial = () => Promise<Duplex>;
+
+/** An Upstream as create() builds it, before get() adds what needs the pool's bookkeeping. */
+type UpstreamParts = Omit<Upstream, 'connectOnce'>;
 
 export function createConnectionPools(options: PoolOptions = {}): ConnectionPools {
   const connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
@@ -104,7 +116,10 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
   const entries = new Map<string, Entry>();
   const retired = new Set<Upstream>();
 
-  function create(target: ClusterTarget, endpoint: Endpoint): Entry | string {
+  function create(
+    target: ClusterTarget,
+    endpoint: Endpoint,
+  ): { upstream: UpstreamParts; tunnel?: Entry['tunnel'] } | string {
     const base: http.AgentOptions = { keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' };
     const credential = target.credential;
     // Only for the TLS branches below: plain-HTTP pools need no context.
@@ -145,7 +160,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       const tunnel = { dial: endpoint.dial };
       const agent = new http.Agent(base);
       dialWith(agent, () => tunnel.dial('impersonate'), undefined, connectTimeoutMs);
-      const upstream: Upstream = {
+      const upstream: UpstreamParts = {
         cluster: target.name,
         key: target.connectionKey,
         agent,
@@ -164,7 +179,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       const agent = new https.Agent({ ...secure.options, servername: endpoint.serverName });
       const dial = () => tunnel.dial('relay');
       dialWith(agent, dial, secure.context, connectTimeoutMs);
-      const upstream: Upstream = {
+      const upstream: UpstreamParts = {
         ...common,
         agent,
         request: https.request,
@@ -215,7 +230,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
           dial,
         )
       : undefined;
-    const upstream: Upstream = {
+    const upstream: UpstreamParts = {
       ...common,
       agent,
       request: secure ? https.request : http.request,
@@ -264,8 +279,14 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       const created = create(target, target.endpoint);
       if (typeof created === 'string') return created;
       if (entry) retire(entry.upstream);
-      entries.set(target.name, created);
-      return created.upstream;
+      const oneShot = { open: 0 };
+      const { agent, hostname, port } = created.upstream;
+      const upstream: Upstream = {
+        ...created.upstream,
+        connectOnce: () => connectOnce(agent, hostname, port, oneShot),
+      };
+      entries.set(target.name, { ...created, upstream, oneShot });
+      return upstream;
     },
     forget(cluster) {
       const entry = entries.get(cluster);
@@ -284,16 +305,19 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
         http2Streams: 0,
         perCluster: [],
       };
-      const add = ({ agent, http2 }: Upstream): number => {
-        stats.activeSockets += countSockets(agent.sockets);
+      const add = ({ agent, http2 }: Upstream, oneShotOpen = 0): number => {
+        stats.activeSockets += countSockets(agent.sockets) + oneShotOpen;
         stats.idleSockets += countSockets(agent.freeSockets);
         stats.queuedRequests += countSockets(agent.requests);
         const sessions = http2?.stats() ?? { sessions: 0, streams: 0 };
         stats.http2Sessions += sessions.sessions;
         stats.http2Streams += sessions.streams;
-        return countSockets(agent.sockets) + countSockets(agent.freeSockets) + sessions.sessions;
+        return (
+          countSockets(agent.sockets) + countSockets(agent.freeSockets) + sessions.sessions + oneShotOpen
+        );
       };
-      for (const [cluster, entry] of entries) stats.perCluster.push([cluster, add(entry.upstream)]);
+      for (const [cluster, entry] of entries)
+        stats.perCluster.push([cluster, add(entry.upstream, entry.oneShot.open)]);
       sweep();
       for (const upstream of retired) add(upstream);
       stats.retired = retired.size;
@@ -480,6 +504,49 @@ function tlsConnector(
       if (!dial) handshake();
       else dial().then(handshake, fail);
     });
+}
+
+/**
+ * Opens a connection the way the pool's Agent opens its own (its createConnection, with the dial,
+ * TLS context and deadline the pool set up), without a request of the Agent's: the caller writes
+ * one request and reads its answer by hand (health/healthz-once.ts says why that is cheaper).
+ * The options are those the Agent would pass, its own merged over the request's, and carry the
+ * Agent's key for them: https.Agent resumes the TLS session it cached under that key and caches
+ * the new one, as for the connections it opens itself (a resumed handshake costs about 400 µs
+ * less, docs/benchmarks.md).
+ */
+function connectOnce(
+  agent: http.Agent,
+  host: string,
+  port: number,
+  count: { open: number },
+): Promise<Duplex> {
+  const agentOptions = (agent as http.Agent & { options: http.AgentOptions }).options;
+  const options: net.NetConnectOpts & Record<string | symbol, unknown> = {
+    host,
+    port,
+    ...serverNameOf(host),
+    ...agentOptions,
+    [oneShotConnection]: true,
+  };
+  options._agentKey = agent.getName(options as http.ClientRequestArgs);
+  return new Promise((resolve, reject) => {
+    const opened = (socket: Duplex) => {
+      count.open++;
+      socket.once('close', () => count.open--);
+      resolve(socket);
+    };
+    // Returned at once for a direct connection (then the callback is net's 'connect' listener,
+    // called without arguments); called back for a dialled one (dialWith).
+    let returned: Duplex | undefined;
+    returned =
+      agent.createConnection(options, (err, socket) => {
+        if (returned) return;
+        if (err) reject(err);
+        else opened(socket);
+      }) ?? undefined;
+    if (returned) opened(returned);
+  });
 }
 
 function isOneShot(options: object | undefined): boolean {
