@@ -6,7 +6,13 @@ import * as x509 from '@peculiar/x509';
 import { createCertificateAuthority } from '../../../shared/pki.ts';
 import { RequestHeaderAuthenticator } from './request-header.ts';
 import { request, startAuthServer } from './testing.ts';
-import { type PeerCertificates, parsePemBundle, subjectNames, verifyClientChain } from './x509-chain.ts';
+import {
+  isDirectlyTrustedServer,
+  type PeerCertificates,
+  parsePemBundle,
+  subjectNames,
+  verifyClientChain,
+} from './x509-chain.ts';
 
 // shared/pki.ts issues leaves only; these tests need intermediate CAs too.
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
@@ -23,7 +29,7 @@ let serial = 1;
 async function issue(
   subject: string,
   issuer: Issued | undefined,
-  options: { ca: boolean; eku?: string[] },
+  options: { ca: boolean; eku?: string[]; dns?: string[]; ips?: string[]; validHours?: [number, number] },
 ): Promise<Issued> {
   const keys = (await webcrypto.subtle.generateKey(algorithm, true, [
     'sign',
@@ -39,12 +45,18 @@ async function issue(
     ),
   ];
   if (options.eku) extensions.push(new x509.ExtendedKeyUsageExtension(options.eku, false));
+  const names = [
+    ...(options.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ...(options.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+  ];
+  if (names.length) extensions.push(new x509.SubjectAlternativeNameExtension(names, false));
+  const [from, to] = options.validHours ?? [-1, 24];
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: (serial++).toString(16).padStart(2, '0'),
     subject,
     issuer: issuer ? issuer.cert.subject : subject,
-    notBefore: new Date(Date.now() - 3600_000),
-    notAfter: new Date(Date.now() + 24 * 3600_000),
+    notBefore: new Date(Date.now() + from * 3600_000),
+    notAfter: new Date(Date.now() + to * 3600_000),
     signingAlgorithm: algorithm,
     publicKey: keys.publicKey,
     signingKey: issuer ? issuer.keys.privateKey : keys.privateKey,
@@ -149,5 +161,94 @@ describe('client certificate chains', () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('server certificates the gateway vouches for itself', () => {
+  const serverAuth = [x509.ExtendedKeyUsage.serverAuth];
+  let ca: Issued;
+  let roots: X509Certificate[];
+  const leaf = (cert: Issued) => new X509Certificate(cert.pem);
+
+  before(async () => {
+    ca = await issue('CN=cluster-ca', undefined, { ca: true });
+    roots = parsePemBundle(ca.pem);
+  });
+
+  test('a leaf the CA signed directly, naming the host', async () => {
+    const server = await issue('CN=kube-apiserver', ca, {
+      ca: false,
+      eku: serverAuth,
+      dns: ['api.example.com', '*.apps.example.com'],
+      ips: ['10.0.0.1'],
+    });
+    assert.equal(isDirectlyTrustedServer(leaf(server), roots, 'api.example.com'), true);
+    assert.equal(isDirectlyTrustedServer(leaf(server), roots, '10.0.0.1'), true);
+    assert.equal(isDirectlyTrustedServer(leaf(server), roots, 'x.apps.example.com'), true);
+    assert.equal(isDirectlyTrustedServer(leaf(server), roots, 'other.example.com'), false);
+    assert.equal(isDirectlyTrustedServer(leaf(server), roots, '10.0.0.2'), false);
+    assert.equal(isDirectlyTrustedServer(leaf(server), roots, 'a.b.apps.example.com'), false);
+  });
+
+  test('the common name is not a host name (as in Go)', async () => {
+    const server = await issue('CN=api.example.com', ca, { ca: false, eku: serverAuth });
+    assert.equal(isDirectlyTrustedServer(leaf(server), roots, 'api.example.com'), false);
+  });
+
+  test('a self-signed server certificate that is itself the bundle', async () => {
+    const pinned = await issue('CN=pinned', undefined, { ca: false, eku: serverAuth, dns: ['pinned.local'] });
+    assert.equal(isDirectlyTrustedServer(leaf(pinned), parsePemBundle(pinned.pem), 'pinned.local'), true);
+    assert.equal(isDirectlyTrustedServer(leaf(pinned), roots, 'pinned.local'), false);
+  });
+
+  test('expired, not yet valid, or for clients only: not vouched for', async () => {
+    const expired = await issue('CN=old', ca, { ca: false, dns: ['h'], validHours: [-48, -24] });
+    const early = await issue('CN=early', ca, { ca: false, dns: ['h'], validHours: [24, 48] });
+    const clientOnly = await issue('CN=client', ca, {
+      ca: false,
+      dns: ['h'],
+      eku: [x509.ExtendedKeyUsage.clientAuth],
+    });
+    for (const cert of [expired, early, clientOnly])
+      assert.equal(isDirectlyTrustedServer(leaf(cert), roots, 'h'), false);
+  });
+
+  test('signed by an intermediate, by a CA outside the bundle, or by a non-CA: not vouched for', async () => {
+    const intermediate = await issue('CN=intermediate', ca, { ca: true });
+    const underIntermediate = await issue('CN=s', intermediate, { ca: false, dns: ['h'] });
+    const impostor = await issue('CN=cluster-ca', undefined, { ca: true });
+    const forged = await issue('CN=s', impostor, { ca: false, dns: ['h'] });
+    const notCa = await issue('CN=not-a-ca', undefined, { ca: false });
+    const underNotCa = await issue('CN=s', notCa, { ca: false, dns: ['h'] });
+    assert.equal(isDirectlyTrustedServer(leaf(underIntermediate), roots, 'h'), false);
+    assert.equal(isDirectlyTrustedServer(leaf(forged), roots, 'h'), false);
+    assert.equal(isDirectlyTrustedServer(leaf(underNotCa), parsePemBundle(notCa.pem), 'h'), false);
+  });
+
+  test('a CA with name constraints is left to OpenSSL', async () => {
+    const constrained = await issue('CN=constrained', undefined, { ca: true });
+    const withConstraints = await x509.X509CertificateGenerator.create({
+      serialNumber: 'ff01',
+      subject: 'CN=constrained',
+      issuer: 'CN=constrained',
+      notBefore: new Date(Date.now() - 3600_000),
+      notAfter: new Date(Date.now() + 3600_000),
+      signingAlgorithm: algorithm,
+      publicKey: constrained.keys.publicKey,
+      signingKey: constrained.keys.privateKey,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+        // nameConstraints (2.5.29.30): permitted DNS subtree "example.com", as DER.
+        new x509.Extension('2.5.29.30', true, Buffer.from('300fa00d300b820b6578616d706c652e636f6d', 'hex')),
+      ],
+    });
+    const server = await issue('CN=s', constrained, { ca: false, dns: ['a.example.com'] });
+    const bundle = parsePemBundle(withConstraints.toString('pem'));
+    assert.equal(isDirectlyTrustedServer(leaf(server), bundle, 'a.example.com'), false);
+    assert.equal(
+      isDirectlyTrustedServer(leaf(server), parsePemBundle(constrained.pem), 'a.example.com'),
+      true,
+    );
   });
 });

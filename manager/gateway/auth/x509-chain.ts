@@ -1,5 +1,7 @@
 /**
- * Client-certificate chain verification against one specific CA bundle.
+ * Client-certificate chain verification against one specific CA bundle, and
+ * the one rule by which the gateway vouches for a cluster's server
+ * certificate itself (isDirectlyTrustedServer).
  *
  * The TLS server trusts the front-proxy CA and the client CA together (the
  * aggregator only presents its proxy certificate when the server names that
@@ -19,9 +21,11 @@
  */
 import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { isIP } from 'node:net';
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 
 const clientAuthOid = '1.3.6.1.5.5.7.3.2';
+const serverAuthOid = '1.3.6.1.5.5.7.3.1';
 const anyExtendedKeyUsageOid = '2.5.29.37.0';
 // Deep enough for any real PKI, small enough to bound the search.
 const maxChainLength = 8;
@@ -83,7 +87,7 @@ export function verifyClientChain(
   if (!withinValidity(leaf, now)) {
     return { ok: false, reason: `certificate ${describe(leaf)} has expired or is not yet valid` };
   }
-  if (!allowsClientAuth(leaf)) {
+  if (!allowsUsage(leaf, clientAuthOid)) {
     return { ok: false, reason: `certificate ${describe(leaf)} is not valid for client authentication` };
   }
   if (roots.length === 0) return { ok: false, reason: 'no certificate authority configured' };
@@ -104,7 +108,7 @@ function search(
 ): X509Certificate[] | undefined {
   const current = chain[chain.length - 1]!;
   for (const root of roots) {
-    if (issues(root, current) && withinValidity(root, now) && allowsClientAuth(root)) {
+    if (issues(root, current) && withinValidity(root, now) && allowsUsage(root, clientAuthOid)) {
       return [...chain, root];
     }
   }
@@ -112,7 +116,7 @@ function search(
   for (const candidate of peer.intermediates()) {
     if (chain.some((cert) => cert.fingerprint256 === candidate.fingerprint256)) continue;
     if (!candidate.ca || !issues(candidate, current)) continue;
-    if (!withinValidity(candidate, now) || !allowsClientAuth(candidate)) continue;
+    if (!withinValidity(candidate, now) || !allowsUsage(candidate, clientAuthOid)) continue;
     const found = search([...chain, candidate], peer, roots, now);
     if (found) return found;
   }
@@ -132,10 +136,43 @@ function withinValidity(cert: X509Certificate, now: Date): boolean {
 }
 
 // No extendedKeyUsage extension means any usage (RFC 5280 4.2.1.12), as in Go.
-function allowsClientAuth(cert: X509Certificate): boolean {
+function allowsUsage(cert: X509Certificate, usageOid: string): boolean {
   const usages = cert.keyUsage as string[] | undefined;
   if (!usages || usages.length === 0) return true;
-  return usages.includes(clientAuthOid) || usages.includes(anyExtendedKeyUsageOid);
+  return usages.includes(usageOid) || usages.includes(anyExtendedKeyUsageOid);
+}
+
+// The nameConstraints extension's OID (2.5.29.30) as DER encodes it. Found anywhere in a certificate
+// (perhaps by chance inside a key or signature), it sends the certificate to OpenSSL.
+const nameConstraintsOid = Buffer.from([0x06, 0x03, 0x55, 0x1d, 0x1e]);
+
+/**
+ * Whether a server certificate is trusted for `host` by the simplest rule there is, with no chain to
+ * build: it is one of `roots`, or a CA among them signed it directly (the usual cluster PKI: the
+ * cluster's CA signs its kube-apiserver's certificate). Both valid at `now`, both allowing server
+ * authentication, and the leaf naming `host` in its subjectAltNames (Go ignores the common name, so
+ * does this). Any other shape (intermediates, name constraints) answers false, as does a
+ * certificate that fails a rule: false means "not vouched for here", and the caller then lets
+ * OpenSSL verify the connection, whose verdict and wording stand (pool.ts, one-shot-tls.ts).
+ */
+export function isDirectlyTrustedServer(
+  leaf: X509Certificate,
+  roots: readonly X509Certificate[],
+  host: string,
+  now: Date = new Date(),
+): boolean {
+  if (!withinValidity(leaf, now) || !allowsUsage(leaf, serverAuthOid)) return false;
+  if (leaf.raw.includes(nameConstraintsOid)) return false;
+  const named = isIP(host)
+    ? leaf.checkIP(host) !== undefined
+    : leaf.checkHost(host, { subject: 'never', partialWildcards: false }) !== undefined;
+  if (!named) return false;
+  return roots.some(
+    (root) =>
+      !root.raw.includes(nameConstraintsOid) &&
+      (root.fingerprint256 === leaf.fingerprint256 ||
+        (root.ca && withinValidity(root, now) && allowsUsage(root, serverAuthOid) && issues(root, leaf))),
+  );
 }
 
 /** Subject common name and organizations (Kubernetes' user name and groups). */

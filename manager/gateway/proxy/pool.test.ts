@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import type https from 'node:https';
 import { describe, it } from 'node:test';
 import type { TLSSocket } from 'node:tls';
+import { createCertificateAuthority } from '../../../shared/pki.ts';
 import type { Endpoint } from '../clusters/cluster.ts';
 import { createConnectionPools, type Upstream } from './pool.ts';
 import { clusterTarget, startUpstream, testPki } from './test-kit.ts';
@@ -33,9 +34,10 @@ function contextsOfNewConnections(up: Upstream): unknown[] {
 async function requestOnce(up: Upstream): Promise<{ answer: string; resumed: boolean }> {
   const socket = (await up.connectOnce()) as TLSSocket;
   let resumed = false;
-  socket.once('secureConnect', () => {
-    resumed = socket.isSessionReused();
-  });
+  // connectOnce() resolves before the handshake (a pool context, OpenSSL verifies) or after it (the shared one).
+  if ((socket as TLSSocket & { secureConnecting: boolean }).secureConnecting)
+    socket.once('secureConnect', () => (resumed = socket.isSessionReused()));
+  else resumed = socket.isSessionReused();
   socket.write(`GET / HTTP/1.1\r\nHost: ${up.hostHeader}\r\nConnection: close\r\n\r\n`);
   let answer = '';
   socket.setEncoding('utf8');
@@ -44,6 +46,19 @@ async function requestOnce(up: Upstream): Promise<{ answer: string; resumed: boo
   });
   await once(socket, 'close');
   return { answer, resumed };
+}
+
+/** A pool for cluster `name` with the test CA as its bundle, to a server of startUpstream(). */
+async function caTrustedPool(port: number, name = 'c', credential?: Parameters<typeof clusterTarget>[2]) {
+  const { ca } = await testPki();
+  const pools = createConnectionPools();
+  const endpoint: Endpoint = {
+    type: 'Const',
+    address: `https://127.0.0.1:${port}`,
+    caBundle: ca,
+    insecure: false,
+  };
+  return { pools, up: upstreamOf(pools.get(clusterTarget(name, endpoint, credential))) };
 }
 
 describe('connection pools', () => {
@@ -174,21 +189,17 @@ describe('connection pools', () => {
     await upstream.close();
   });
 
-  it('a one-shot connection takes the held TLS context, and keeps none it had to build', async (t) => {
+  it('a one-shot connection of a pool with a client certificate takes the held TLS context, and keeps none it had to build', async (t) => {
     t.mock.timers.enable({ apis: ['setTimeout'] });
-    const { ca } = await testPki();
-    const upstream = await startUpstream((_req, res) => res.writeHead(200, { Connection: 'close' }).end());
-    const pools = createConnectionPools();
-    const up = upstreamOf(
-      pools.get(
-        clusterTarget('c', {
-          type: 'Const',
-          address: `https://127.0.0.1:${upstream.port}`,
-          caBundle: ca,
-          insecure: false,
-        }),
-      ),
-    );
+    const { client } = await testPki();
+    const upstream = await startUpstream((_req, res) => res.writeHead(200, { Connection: 'close' }).end(), {
+      requestCert: true,
+    });
+    const { pools, up } = await caTrustedPool(upstream.port, 'c', {
+      type: 'X509Certificate',
+      certificate: client.cert,
+      privateKey: client.key,
+    });
     const contexts = contextsOfNewConnections(up);
     const get = async (oneShot: boolean) => {
       if (oneShot) return void (await requestOnce(up));
@@ -217,22 +228,72 @@ describe('connection pools', () => {
     await upstream.close();
   });
 
-  it('connectOnce resumes the TLS session of the connection before, and counts its connection while open', async () => {
-    const { ca } = await testPki();
+  it('one-shot connections of pools trusted by their CA alone share one TLS context, each pool resuming its own session', async () => {
     const upstream = await startUpstream((_req, res) =>
       res.writeHead(200, { Connection: 'close' }).end('ok'),
     );
+    const a = await caTrustedPool(upstream.port, 'a');
+    const b = await caTrustedPool(upstream.port, 'b');
+    const contextsA = contextsOfNewConnections(a.up);
+    const contextsB = contextsOfNewConnections(b.up);
+    const firstA = await requestOnce(a.up);
+    const secondA = await requestOnce(a.up);
+    const firstB = await requestOnce(b.up);
+    assert.match(firstA.answer, /^HTTP\/1\.1 200 .*\r\nok\r\n/s);
+    assert.deepEqual([firstA.resumed, secondA.resumed, firstB.resumed], [false, true, false]);
+    assert.ok(contextsA[0]);
+    assert.deepEqual([contextsA[1], contextsB[0]], [contextsA[0], contextsA[0]], 'one context for all');
+    await new Promise<void>((resolve, reject) => {
+      a.up
+        .request({ agent: a.up.agent, host: a.up.hostname, port: a.up.port }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        })
+        .on('error', reject)
+        .end();
+    });
+    assert.notEqual(contextsA[2], contextsA[0], "the pool's own connections keep the pool's context");
+    for (const { pools } of [a, b]) pools.close();
+    await upstream.close();
+  });
+
+  it('a certificate the gateway does not vouch for is left to OpenSSL, whose verdict stands, before anything is sent', async () => {
+    let requests = 0;
+    const upstream = await startUpstream((_req, res) => {
+      requests++;
+      res.writeHead(200, { Connection: 'close' }).end('ok');
+    });
+    const other = await createCertificateAuthority('another-ca');
     const pools = createConnectionPools();
-    const up = upstreamOf(
-      pools.get(
-        clusterTarget('c', {
-          type: 'Const',
-          address: `https://127.0.0.1:${upstream.port}`,
-          caBundle: ca,
-          insecure: false,
-        }),
-      ),
+    const endpoint: Endpoint = {
+      type: 'Const',
+      address: `https://127.0.0.1:${upstream.port}`,
+      caBundle: other.cert,
+      insecure: false,
+    };
+    const up = upstreamOf(pools.get(clusterTarget('c', endpoint)));
+    const contexts = contextsOfNewConnections(up);
+    const refused = async () => {
+      const socket = await up.connectOnce();
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      const [err] = (await once(socket, 'error')) as NodeJS.ErrnoException[];
+      return err?.code;
+    };
+    assert.equal(await refused(), 'SELF_SIGNED_CERT_IN_CHAIN');
+    assert.equal(contexts.length, 2, 'the shared context, then a context with the CA');
+    assert.notEqual(contexts[1], contexts[0]);
+    assert.equal(await refused(), 'SELF_SIGNED_CERT_IN_CHAIN');
+    assert.equal(contexts.length, 3, 'from then on, OpenSSL only');
+    assert.equal(requests, 0);
+    pools.close();
+    await upstream.close();
+  });
+
+  it('connectOnce resumes the TLS session of the connection before, and counts its connection while open', async () => {
+    const upstream = await startUpstream((_req, res) =>
+      res.writeHead(200, { Connection: 'close' }).end('ok'),
     );
+    const { pools, up } = await caTrustedPool(upstream.port);
     const first = await requestOnce(up);
     assert.match(first.answer, /^HTTP\/1\.1 200 .*\r\nok\r\n/s);
     assert.equal(first.resumed, false);

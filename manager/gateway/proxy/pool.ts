@@ -19,6 +19,7 @@ import type { ClusterTarget, Endpoint, TunnelEndpoint } from '../clusters/cluste
 import { connectThroughProxy, parseProxyUrl } from './egress.ts';
 import { authorizationFor } from './headers.ts';
 import { Http2Sessions } from './http2-sessions.ts';
+import { connectionContext, type OneShotTlsOptions, OneShotTrust } from './one-shot-tls.ts';
 import { basePathOf } from './path.ts';
 
 const BRACKETS = /^\[|\]$/g;
@@ -103,6 +104,8 @@ interface Entry {
   oneShot: { open: number };
   /** Tunnel endpoints: the latest dial(), so a reconnected agent tunnel is used at once. */
   tunnel?: { dial: TunnelEndpoint['dial'] };
+  /** TLS endpoints trusted by their CA bundle alone: one-shot connections without a context of their own. */
+  trust?: OneShotTrust;
 }
 
 type Dial = () => Promise<Duplex>;
@@ -119,11 +122,14 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
   function create(
     target: ClusterTarget,
     endpoint: Endpoint,
-  ): { upstream: UpstreamParts; tunnel?: Entry['tunnel'] } | string {
+  ): { upstream: UpstreamParts; tunnel?: Entry['tunnel']; trust?: OneShotTrust } | string {
     const base: http.AgentOptions = { keepAlive: true, timeout: idleTimeoutMs, scheduling: 'lifo' };
     const credential = target.credential;
-    // Only for the TLS branches below: plain-HTTP pools need no context.
-    const tlsSetupOf = (): { options: https.AgentOptions; context: ContextGetter } | string => {
+    // Only for the TLS branches below: plain-HTTP pools need no context. `host`: the name the
+    // cluster's certificate must carry.
+    const tlsSetupOf = (
+      host: string,
+    ): { options: https.AgentOptions; context: ContextGetter; trust?: OneShotTrust } | string => {
       let context: ContextGetter;
       try {
         context = heldContext(secureContextFor(endpoint, credential), () =>
@@ -133,7 +139,15 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
         // What every connection would have failed with, said once per pool instead (answered as a 503).
         return `cannot load the TLS configuration of cluster "${target.name}": ${err instanceof Error ? err.message : String(err)}`;
       }
-      return { options: { ...base, rejectUnauthorized: !endpoint.insecure }, context };
+      const trust =
+        endpoint.caBundle && !endpoint.insecure && !clientCertificateOf(credential)
+          ? new OneShotTrust(endpoint.caBundle, host)
+          : undefined;
+      return {
+        options: { ...base, rejectUnauthorized: !endpoint.insecure },
+        context,
+        ...(trust ? { trust } : {}),
+      };
     };
     const http2Over = (
       authority: string,
@@ -173,7 +187,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       return { upstream, tunnel };
     }
     if (endpoint.type === 'ClusterProxy') {
-      const secure = tlsSetupOf();
+      const secure = tlsSetupOf(endpoint.serverName);
       if (typeof secure === 'string') return secure;
       const tunnel = { dial: endpoint.dial };
       const agent = new https.Agent({ ...secure.options, servername: endpoint.serverName });
@@ -195,7 +209,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
         dial,
       );
       if (http2) upstream.http2 = http2;
-      return { upstream, tunnel };
+      return { upstream, tunnel, ...(secure.trust ? { trust: secure.trust } : {}) };
     }
 
     let url: URL;
@@ -210,7 +224,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
     }
     const hostname = url.hostname.replace(BRACKETS, '');
     const port = Number(url.port) || (secure ? 443 : 80);
-    const tlsSetup = secure ? tlsSetupOf() : undefined;
+    const tlsSetup = secure ? tlsSetupOf(hostname) : undefined;
     if (typeof tlsSetup === 'string') return tlsSetup;
     const agent = tlsSetup ? new https.Agent(tlsSetup.options) : new http.Agent(base);
     let dial: Dial | undefined;
@@ -240,7 +254,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       hostHeader: url.host,
       ...(http2 ? { http2 } : {}),
     };
-    return { upstream };
+    return { upstream, ...(tlsSetup?.trust ? { trust: tlsSetup.trust } : {}) };
   }
 
   /** Destroys retired agents whose last request has finished. */
@@ -281,9 +295,16 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       if (entry) retire(entry.upstream);
       const oneShot = { open: 0 };
       const { agent, hostname, port } = created.upstream;
+      const { trust } = created;
+      const viaOpenSsl = () => connectOnce(agent, hostname, port, oneShot);
       const upstream: Upstream = {
         ...created.upstream,
-        connectOnce: () => connectOnce(agent, hostname, port, oneShot),
+        connectOnce: () =>
+          trust?.active
+            ? trust
+                .connect((extra) => connectOnce(agent, hostname, port, oneShot, extra))
+                .then((socket) => socket ?? viaOpenSsl())
+            : viaOpenSsl(),
       };
       entries.set(target.name, { ...created, upstream, oneShot });
       return upstream;
@@ -339,13 +360,18 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
  * Throws for a CA, certificate or key OpenSSL cannot load.
  */
 function secureContextFor(endpoint: Endpoint, credential: ClusterTarget['credential']): tls.SecureContext {
-  // A Dynamic credential may also be a client certificate (an exec plugin's clientCertificateData).
-  const clientCert =
-    (credential?.type === 'X509Certificate' || credential?.type === 'Dynamic') && credential.certificate
-      ? { cert: credential.certificate, key: credential.privateKey }
-      : {};
+  const clientCert = clientCertificateOf(credential) ?? {};
   const ca = endpoint.caBundle;
   return tls.createSecureContext({ ...(ca ? { ca } : {}), ...clientCert });
+}
+
+// A Dynamic credential may also be a client certificate (an exec plugin's clientCertificateData).
+function clientCertificateOf(
+  credential: ClusterTarget['credential'],
+): { cert: string; key?: string } | undefined {
+  return (credential?.type === 'X509Certificate' || credential?.type === 'Dynamic') && credential.certificate
+    ? { cert: credential.certificate, key: credential.privateKey }
+    : undefined;
 }
 
 function countSockets(dict: NodeJS.ReadOnlyDict<readonly unknown[]>): number {
@@ -392,7 +418,7 @@ function heldContext(first: tls.SecureContext, build: () => tls.SecureContext): 
 function limitConnect(agent: http.Agent, context: ContextGetter | undefined, timeoutMs: number): void {
   const createConnection = agent.createConnection.bind(agent);
   agent.createConnection = (options, callback) => {
-    if (context) (options as tls.ConnectionOptions).secureContext = context(isOneShot(options));
+    if (context) (options as tls.ConnectionOptions).secureContext = contextOf(options, context);
     const socket = createConnection(options, callback);
     if (socket) deadline(socket, context ? 'secureConnect' : 'connect', timeoutMs);
     return socket;
@@ -430,7 +456,7 @@ function dialWith(
         }
         const socket = tls.connect({
           ...(options as tls.ConnectionOptions),
-          secureContext: context(isOneShot(options)),
+          secureContext: contextOf(options, context),
           socket: stream,
         });
         deadline(socket, 'secureConnect', timeoutMs);
@@ -513,13 +539,15 @@ function tlsConnector(
  * The options are those the Agent would pass, its own merged over the request's, and carry the
  * Agent's key for them: https.Agent resumes the TLS session it cached under that key and caches
  * the new one, as for the connections it opens itself (a resumed handshake costs about 400 µs
- * less, docs/benchmarks.md).
+ * less, docs/benchmarks.md). `tlsOptions` replace the pool's TLS context and verification, and
+ * their session the Agent's (one-shot-tls.ts).
  */
 function connectOnce(
   agent: http.Agent,
   host: string,
   port: number,
   count: { open: number },
+  tlsOptions?: OneShotTlsOptions,
 ): Promise<Duplex> {
   const agentOptions = (agent as http.Agent & { options: http.AgentOptions }).options;
   const options: net.NetConnectOpts & Record<string | symbol, unknown> = {
@@ -527,9 +555,11 @@ function connectOnce(
     port,
     ...serverNameOf(host),
     ...agentOptions,
+    ...tlsOptions,
     [oneShotConnection]: true,
   };
-  options._agentKey = agent.getName(options as http.ClientRequestArgs);
+  // With tlsOptions, the caller keeps the TLS session (one-shot-tls.ts): the Agent must not.
+  if (!tlsOptions) options._agentKey = agent.getName(options as http.ClientRequestArgs);
   return new Promise((resolve, reject) => {
     const opened = (socket: Duplex) => {
       count.open++;
@@ -549,8 +579,12 @@ function connectOnce(
   });
 }
 
-function isOneShot(options: object | undefined): boolean {
-  return (options as { [oneShotConnection]?: boolean } | undefined)?.[oneShotConnection] === true;
+/** The context a connection was given (one-shot-tls.ts), else the pool's. */
+function contextOf(options: object | undefined, context: ContextGetter): tls.SecureContext {
+  const own = options as
+    | { [oneShotConnection]?: boolean; [connectionContext]?: tls.SecureContext }
+    | undefined;
+  return own?.[connectionContext] ?? context(own?.[oneShotConnection] === true);
 }
 
 /** Destroys the socket with a timeout error unless `readyEvent` comes first. */
