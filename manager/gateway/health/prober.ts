@@ -24,9 +24,10 @@
  *   warm, else opens one that closes after the answer. A kept TLS
  *   connection costs about 100 KB of RSS, so one per cluster would make
  *   memory grow with the cluster count; the rate limit bounds what the
- *   handshakes cost instead: 1.7 ms of CPU each on the bench machine,
- *   of which 1.3 ms is the resumed TLS connection itself (`npm run
- *   bench:probe`), the request being written by hand (healthz-once.ts).
+ *   handshakes cost instead: 2.0 ms of CPU each on the bench machine,
+ *   of which 1.7 ms is the resumed TLS connection itself (`npm run
+ *   bench:probe`), the request being written by hand (healthz-once.ts)
+ *   and no TLS context built for it (proxy/one-shot-tls.ts).
  * - no probe runs before every source has listed its clusters
  *   (`sourcesSynced`), and a cluster whose endpoint, credential or problem
  *   changes is probed again at once: a verdict is never about data that
@@ -305,7 +306,7 @@ export class HealthProber {
     // A connection kept for every cluster costs about 100 KB of RSS each (docs/benchmarks.md, "Scale"):
     // a probe reuses one the proxy keeps warm, and otherwise opens one just for itself, makes its one
     // request by hand (healthz-once.ts: a third of the CPU of http.request) and closes it. Such a
-    // connection is one-shot: its TLS context is not kept for later ones either (pool.ts).
+    // connection is one-shot: it builds no TLS context of its own and keeps none (pool.ts, one-shot-tls.ts).
     if (!hasIdleSocket(upstream.agent)) {
       return upstream
         .connectOnce()

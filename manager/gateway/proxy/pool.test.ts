@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import type https from 'node:https';
+import https from 'node:https';
 import { describe, it } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import { createCertificateAuthority } from '../../../shared/pki.ts';
 import type { Endpoint } from '../clusters/cluster.ts';
 import { createConnectionPools, type Upstream } from './pool.ts';
-import { clusterTarget, startUpstream, testPki } from './test-kit.ts';
+import { clusterTarget, listen, startUpstream, testPki } from './test-kit.ts';
 
 const constant = (address: string, extra: Partial<Endpoint> = {}): Endpoint =>
   ({ type: 'Const', address, insecure: false, ...extra }) as Endpoint;
@@ -31,13 +31,20 @@ function contextsOfNewConnections(up: Upstream): unknown[] {
 }
 
 /** One request on a connection of connectOnce(), written by hand: the raw answer, and whether TLS resumed a session. */
-async function requestOnce(up: Upstream): Promise<{ answer: string; resumed: boolean }> {
+async function requestOnce(
+  up: Upstream,
+): Promise<{ answer: string; resumed: boolean; protocol: string | null }> {
   const socket = (await up.connectOnce()) as TLSSocket;
   let resumed = false;
+  let protocol: string | null = null;
+  const handshook = () => {
+    resumed = socket.isSessionReused();
+    protocol = socket.getProtocol();
+  };
   // connectOnce() resolves before the handshake (a pool context, OpenSSL verifies) or after it (the shared one).
   if ((socket as TLSSocket & { secureConnecting: boolean }).secureConnecting)
-    socket.once('secureConnect', () => (resumed = socket.isSessionReused()));
-  else resumed = socket.isSessionReused();
+    socket.once('secureConnect', handshook);
+  else handshook();
   socket.write(`GET / HTTP/1.1\r\nHost: ${up.hostHeader}\r\nConnection: close\r\n\r\n`);
   let answer = '';
   socket.setEncoding('utf8');
@@ -45,7 +52,7 @@ async function requestOnce(up: Upstream): Promise<{ answer: string; resumed: boo
     answer += chunk;
   });
   await once(socket, 'close');
-  return { answer, resumed };
+  return { answer, resumed, protocol };
 }
 
 /** A pool for cluster `name` with the test CA as its bundle, to a server of startUpstream(). */
@@ -241,6 +248,7 @@ describe('connection pools', () => {
     const firstB = await requestOnce(b.up);
     assert.match(firstA.answer, /^HTTP\/1\.1 200 .*\r\nok\r\n/s);
     assert.deepEqual([firstA.resumed, secondA.resumed, firstB.resumed], [false, true, false]);
+    assert.equal(secondA.protocol, 'TLSv1.2', 'TLS 1.2: resumed without a key exchange');
     assert.ok(contextsA[0]);
     assert.deepEqual([contextsA[1], contextsB[0]], [contextsA[0], contextsA[0]], 'one context for all');
     await new Promise<void>((resolve, reject) => {
@@ -255,6 +263,27 @@ describe('connection pools', () => {
     assert.notEqual(contextsA[2], contextsA[0], "the pool's own connections keep the pool's context");
     for (const { pools } of [a, b]) pools.close();
     await upstream.close();
+  });
+
+  it('a server that refuses TLS 1.2 gets TLS 1.3 at once, and from then on', async () => {
+    const { server } = await testPki();
+    const tls13Only = await listen(
+      https.createServer({ cert: server.cert, key: server.key, minVersion: 'TLSv1.3' }, (_req, res) =>
+        res.writeHead(200, { Connection: 'close' }).end('ok'),
+      ),
+    );
+    const { pools, up } = await caTrustedPool(tls13Only.port);
+    const contexts = contextsOfNewConnections(up);
+    const first = await requestOnce(up);
+    assert.match(first.answer, /^HTTP\/1\.1 200 /);
+    assert.equal(first.protocol, 'TLSv1.3');
+    const second = await requestOnce(up);
+    assert.deepEqual([second.protocol, second.resumed], ['TLSv1.3', true]);
+    assert.equal(contexts.length, 3, 'one refused handshake, then TLS 1.3 only');
+    assert.notEqual(contexts[1], contexts[0]);
+    assert.equal(contexts[2], contexts[1]);
+    pools.close();
+    await tls13Only.close();
   });
 
   it('a certificate the gateway does not vouch for is left to OpenSSL, whose verdict stands, before anything is sent', async () => {

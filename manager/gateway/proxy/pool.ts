@@ -390,10 +390,12 @@ const CONTEXT_IDLE_MS = 30_000;
  * so each watch start paid it (docs/benchmarks.md). It is dropped after CONTEXT_IDLE_MS without a new
  * connection (and rebuilt on the next), because each holds about 37 KB of native memory.
  *
- * A one-shot connection (a probe of a cluster without traffic) uses the held context if there is one
- * and otherwise a fresh one that is not kept: a cluster probed every 40 s (1,000 clusters at 25 probes
- * a second) rebuilt its context at every probe anyway, and holding it 30 s of every 40 kept about 750
- * of them, 28 MB, alive for nothing.
+ * A one-shot connection (a probe of a cluster without traffic) of a pool trusted by its CA bundle alone
+ * uses one context shared by all such pools (one-shot-tls.ts). Of any other pool (a client
+ * certificate, the system trust store, or a certificate the gateway did not vouch for), it uses the
+ * held context if there is one and otherwise a fresh one that is not kept: a cluster probed every
+ * 40 s (1,000 clusters at 25 probes a second) would rebuild its context at every probe anyway, and
+ * holding it 30 s of every 40 kept about 750 of them, 28 MB, alive for nothing.
  */
 function heldContext(first: tls.SecureContext, build: () => tls.SecureContext): ContextGetter {
   let context: tls.SecureContext | undefined = first;
