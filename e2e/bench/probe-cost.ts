@@ -5,7 +5,7 @@
  * GET /healthz, so this cost times 25 is most of the gateway's idle CPU (docs/benchmarks.md, "Scale").
  * Starts an environment with cluster1 in .local/bench-probe and, in this process, probes cluster1's
  * real kube-apiserver with its token through a connection pool of the gateway's own
- * (manager/gateway/proxy/pool.ts) in four ways, one after the other, in rounds:
+ * (manager/gateway/proxy/pool.ts) in five ways, one after the other, in rounds:
  *
  *   - http.request: the request through the pool's Agent, `Connection: close` (how probes were made
  *     before healthz-once.ts);
@@ -13,8 +13,10 @@
  *     held no context (each cluster at 1,000, probed every 40 s), before one-shot-tls.ts;
  *   - by hand: the prober's way, connectOnce() and getHealthz(); the shared context, the
  *     certificate checked by the gateway on the first handshake and the session resumed after;
- *   - TLS floor: tls.connect with the same context and TLS session, the request written and the
- *     answer read with no parsing at all: what the connection itself costs.
+ *   - TLS floor: tls.connect with the pool's context and a TLS session of its own, the request
+ *     written and the answer read with no parsing at all: what the connection itself costs, with
+ *     TLS 1.3 (what a pool's connections negotiate) and with TLS 1.2 at most (what the prober's
+ *     one-shot connections offer, one-shot-tls.ts says why).
  *
  * Every connection resumes a TLS session, as the prober's do in steady state. Prints CPU per probe
  * (user + system, from process.cpuUsage) and the wall-time p50, the median of --rounds rounds of
@@ -79,8 +81,9 @@ try {
       'by hand, a TLS context built per probe (the prober at 1,000 clusters before)',
       builtContext(url, caBundle, upstream),
     ],
-    ['by hand (the prober: the shared context, its own check)', () => byHand(upstream)],
-    ['TLS floor', tlsFloor(url, caBundle, `Bearer ${token}`)],
+    ['by hand (the prober now: the shared context, TLS 1.2, its own check)', () => byHand(upstream)],
+    ['TLS floor (TLS 1.3)', tlsFloor(url, caBundle, `Bearer ${token}`)],
+    ['TLS floor, TLS 1.2', tlsFloor(url, caBundle, `Bearer ${token}`, 'TLSv1.2')],
   ];
   const results = new Map<string, { cpu: number[]; p50: number[] }>(
     ways.map(([n]) => [n, { cpu: [], p50: [] }]),
@@ -174,8 +177,8 @@ function builtContext(url: URL, ca: string, up: Upstream): Probe {
   };
 }
 
-function tlsFloor(url: URL, ca: string, authorization: string): Probe {
-  const secureContext = tls.createSecureContext({ ca });
+function tlsFloor(url: URL, ca: string, authorization: string, maxVersion?: tls.SecureVersion): Probe {
+  const secureContext = tls.createSecureContext({ ca, ...(maxVersion ? { maxVersion } : {}) });
   let session: Buffer | undefined;
   const request = `GET /healthz HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: ${authorization}\r\nConnection: close\r\n\r\n`;
   return () =>
