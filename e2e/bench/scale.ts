@@ -17,7 +17,7 @@
  *     read healthy, and until its prober has probed each one once (the
  *     gateway's cluster_gateway_health_clusters{state="unprobed"} is 0);
  *   - at rest (once all are probed, after a settle period, over --idle seconds): the gateway's RSS,
- *     its V8 heap in use (its /metrics) and peak RSS, its CPU (share of one core), the hub API requests the
+ *     its V8 heap in use and committed and its external memory (its /metrics) and peak RSS, its CPU (share of one core), the hub API requests the
  *     gateway's ServiceAccount made per minute and the /healthz probes
  *     cluster1 received per minute (both from the audit logs), the gateway's
  *     open connections to cluster1;
@@ -29,8 +29,8 @@
  *     plus --reject-unhealthy: time to /readyz, time until every cluster
  *     reads healthy and until each was probed again, the most clusters seen reading unhealthy (not unknown)
  *     meanwhile, and proxied GETs answered 503 meanwhile;
- *   - after deleting the N clusters: connections to cluster1 and RSS, 5 s
- *     and 45 s later (pools idle out after 30 s), and the V8 heap in use.
+ *   - after deleting the N clusters (from the restarted gateway): connections to cluster1 and RSS
+ *     just before, 5 s and 45 s later (pools idle out after 30 s), and V8's heap and external memory.
  *
  * Flags: --counts=1000,5000 --layout=ocm|secrets --idle=30 --latency-seconds=10 --settle=15 --keep
  */
@@ -162,10 +162,21 @@ class GatewayCaller {
     }
   }
 
-  /** V8's heap in use (MB): what of the gateway's RSS is JavaScript objects. */
-  async heapUsedMb(): Promise<number | undefined> {
-    const bytes = await this.metric('nodejs_heap_size_used_bytes');
-    return bytes === undefined ? undefined : bytes / 1024 / 1024;
+  /**
+   * V8's heap in use and committed, and the memory V8 counts outside it (Buffers, TLS and other
+   * native objects it knows of), in MB: what of the gateway's RSS is JavaScript, what V8 keeps
+   * reserved, and what is native memory V8 does not see (RSS minus the two).
+   */
+  async memoryMb(): Promise<Memory> {
+    const mb = async (series: string) => {
+      const bytes = await this.metric(series);
+      return bytes === undefined ? undefined : bytes / 1024 / 1024;
+    };
+    return {
+      heapUsed: await mb('nodejs_heap_size_used_bytes'),
+      heapTotal: await mb('nodejs_heap_size_total_bytes'),
+      external: await mb('nodejs_external_memory_bytes'),
+    };
   }
 
   /** Clusters the gateway's prober has not probed yet. */
@@ -182,9 +193,15 @@ class GatewayCaller {
   }
 }
 
+interface Memory {
+  heapUsed: number | undefined;
+  heapTotal: number | undefined;
+  external: number | undefined;
+}
+
 interface Rest {
   rssMb: number;
-  heapMb: number | undefined;
+  memory: Memory;
   peakMb: number;
   cpuPercent: number;
   hubCallsPerMin: number;
@@ -220,7 +237,7 @@ async function atRest(
   ).length;
   return {
     rssMb: rssKb(gatewayPid) / 1024,
-    heapMb: await caller.heapUsedMb(),
+    memory: await caller.memoryMb(),
     peakMb: rssKb(gatewayPid, 'VmHWM') / 1024,
     cpuPercent: (cpuMs / (elapsedMin * 60_000)) * 100,
     hubCallsPerMin: hub.length / elapsedMin,
@@ -497,8 +514,9 @@ interface Row {
     connections5s: number;
     connections45s: number;
     rss5s: number;
+    rssBefore: number;
     rss45s: number;
-    heap45s: number | undefined;
+    memory45s: Memory;
   };
 }
 
@@ -576,6 +594,7 @@ try {
     row.restart = restarted.result;
 
     log(`${label}: deleting the ${count} clusters`);
+    const rssBefore = rssKb(gatewayProcess.pid) / 1024;
     await deleteClusters(hub, flags.layout);
     await timeUntil(
       `the gateway to list ${base} clusters`,
@@ -589,8 +608,9 @@ try {
       connections5s,
       rss5s,
       connections45s: await connectionsTo(gatewayProcess.pid, cluster1Port),
+      rssBefore,
       rss45s: rssKb(gatewayProcess.pid) / 1024,
-      heap45s: await caller.heapUsedMb(),
+      memory45s: await caller.memoryMb(),
     };
     rows.push(row);
   }
@@ -598,6 +618,7 @@ try {
   const f0 = (v: number | undefined) => (v === undefined ? '—' : v.toFixed(0));
   const f1 = (v: number | undefined) => (v === undefined ? '—' : v.toFixed(1));
   const s1 = (ms: number | undefined) => (ms === undefined ? '—' : (ms / 1000).toFixed(1));
+  const memory = (m: Memory) => `${f0(m.heapUsed)} / ${f0(m.heapTotal)}, ${f0(m.external)}`;
   const row = (name: string, cell: (r: Row) => string) => `| ${name} | ${rows.map(cell).join(' | ')} |`;
   const table = [
     `| figure | ${rows.map((r) => r.label).join(' | ')} |`,
@@ -609,7 +630,7 @@ try {
     row('all healthy after (s)', (r) => s1(r.healthyMs)),
     row('all probed once after (s)', (r) => s1(r.probedMs)),
     row('RSS at rest (MB)', (r) => f0(r.rest.rssMb)),
-    row('V8 heap used at rest (MB)', (r) => f0(r.rest.heapMb)),
+    row('V8 heap used / committed, external at rest (MB)', (r) => memory(r.rest.memory)),
     row('peak RSS so far (MB)', (r) => f0(r.rest.peakMb)),
     row('idle CPU (% of a core)', (r) => f1(r.rest.cpuPercent)),
     row('/healthz probes on cluster1 per min', (r) => f0(r.rest.probesPerMin)),
@@ -630,10 +651,14 @@ try {
     row('deleted: connections to cluster1 after 5 s / 45 s', (r) =>
       r.afterDelete ? `${r.afterDelete.connections5s} / ${r.afterDelete.connections45s}` : '—',
     ),
-    row('deleted: RSS after 5 s / 45 s (MB)', (r) =>
-      r.afterDelete ? `${f0(r.afterDelete.rss5s)} / ${f0(r.afterDelete.rss45s)}` : '—',
+    row('deleted: RSS before / after 5 s / 45 s (MB)', (r) =>
+      r.afterDelete
+        ? `${f0(r.afterDelete.rssBefore)} / ${f0(r.afterDelete.rss5s)} / ${f0(r.afterDelete.rss45s)}`
+        : '—',
     ),
-    row('deleted: V8 heap used after 45 s (MB)', (r) => f0(r.afterDelete?.heap45s)),
+    row('deleted: V8 heap used / committed, external after 45 s (MB)', (r) =>
+      r.afterDelete ? memory(r.afterDelete.memory45s) : '—',
+    ),
   ];
   console.log(`\n${table.join('\n')}\n`);
   console.log('hub API calls by the gateway at rest, per window:');
