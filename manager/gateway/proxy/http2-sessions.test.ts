@@ -23,6 +23,8 @@ describe('HTTP/2 to the cluster', { timeout: 10_000 }, () => {
   let front: TestServer;
   let proxy: ClusterProxy;
   let connections = 0;
+  /** For each connection the server accepted, whether it resumed a TLS session. */
+  const resumed: boolean[] = [];
   let goaway: (() => void) | undefined;
   const clusters = new Map<string, ClusterTarget>();
 
@@ -36,7 +38,10 @@ describe('HTTP/2 to the cluster', { timeout: 10_000 }, () => {
       allowHTTP1: true,
       settings: { maxConcurrentStreams: 2 },
     });
-    both.on('secureConnection', () => connections++);
+    both.on('secureConnection', (socket) => {
+      connections++;
+      resumed.push(socket.isSessionReused());
+    });
     both.on('session', (session) => {
       goaway = () => session.goaway();
     });
@@ -113,6 +118,15 @@ describe('HTTP/2 to the cluster', { timeout: 10_000 }, () => {
     );
     for (const { req } of watches) req.destroy();
     await eventually(() => proxy.stats().http2Streams === 0);
+  });
+
+  it('a new session after the last one idled out resumes its TLS session', async () => {
+    await eventually(() => proxy.stats().http2Sessions === 0, 2000); // idleTimeoutMs: 300
+    const before = resumed.length;
+    assert.equal((await send(front.port, `${PROXY_PREFIX}h2/proxy/c`)).status, 200);
+    await eventually(() => proxy.stats().http2Sessions === 0, 2000);
+    assert.equal((await send(front.port, `${PROXY_PREFIX}h2/proxy/d`)).status, 200);
+    assert.deepEqual(resumed.slice(before), [true, true]);
   });
 
   it('moves to a new session after a GOAWAY, and closes idle sessions', async () => {

@@ -483,6 +483,9 @@ function serverNameOf(host: string): { servername?: string } {
 /**
  * Opens one TLS connection for an HTTP/2 session, offering ALPN h2 and http/1.1: directly, or over
  * a dialled stream (egress proxy, agent tunnel). The deadline covers the dial and the handshake.
+ * Each connection offers the TLS session of the last one that completed its handshake (verified),
+ * as https.Agent does for its own: a cluster whose session idled out resumes instead of paying a
+ * full handshake and the certificate check again.
  */
 function tlsConnector(
   connection: tls.ConnectionOptions,
@@ -490,6 +493,7 @@ function tlsConnector(
   dial: Dial | undefined,
   timeoutMs: number,
 ): () => Promise<tls.TLSSocket> {
+  let lastSession: Buffer | undefined;
   return () =>
     new Promise((resolve, reject) => {
       let socket: tls.TLSSocket | undefined;
@@ -510,16 +514,26 @@ function tlsConnector(
         const opened = tls.connect({
           ...connection,
           ...(stream ? { socket: stream } : {}),
+          ...(lastSession ? { session: lastSession } : {}),
           secureContext: context(),
           ALPNProtocols: ['h2', 'http/1.1'],
         });
         socket = opened;
+        // Kept only from a connection whose handshake (and so its certificate check) succeeded.
+        let early: Buffer | undefined;
+        let verified = false;
+        opened.on('session', (session: Buffer) => {
+          if (verified) lastSession = session;
+          else early = session;
+        });
         opened.once('error', fail);
         opened.once('secureConnect', () => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
           opened.removeListener('error', fail);
+          verified = true;
+          if (early) lastSession = early;
           if (!stream) {
             // Go sets TCP_NODELAY on every connection (watch events go out as they come), and
             // keepalive probes find a peer that vanished.
