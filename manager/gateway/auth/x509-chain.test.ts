@@ -225,6 +225,63 @@ describe('server certificates the gateway vouches for itself', () => {
     assert.equal(isDirectlyTrustedServer(leaf(underNotCa), parsePemBundle(notCa.pem), 'h'), false);
   });
 
+  test('a SHA-1 signature or a weak RSA key is left to OpenSSL; RSA 2048 with SHA-256 is vouched for', async () => {
+    const rsa = async (bits: number) =>
+      (await webcrypto.subtle.generateKey(
+        {
+          name: 'RSASSA-PKCS1-v1_5',
+          modulusLength: bits,
+          publicExponent: new Uint8Array([1, 0, 1]),
+          hash: 'SHA-256',
+        },
+        true,
+        ['sign', 'verify'],
+      )) as webcrypto.CryptoKeyPair;
+    const caKeys = await rsa(2048);
+    const caCert = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: 'aa01',
+      name: 'CN=rsa-ca',
+      notBefore: new Date(Date.now() - 3600_000),
+      notAfter: new Date(Date.now() + 3600_000),
+      signingAlgorithm: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+      keys: caKeys,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+      ],
+    });
+    const server = async (keys: webcrypto.CryptoKeyPair, hash: string) =>
+      new X509Certificate(
+        (
+          await x509.X509CertificateGenerator.create({
+            serialNumber: `aa${serial++}`,
+            subject: 'CN=s',
+            issuer: 'CN=rsa-ca',
+            notBefore: new Date(Date.now() - 3600_000),
+            notAfter: new Date(Date.now() + 3600_000),
+            signingAlgorithm: { name: 'RSASSA-PKCS1-v1_5', hash },
+            publicKey: keys.publicKey,
+            // WebCrypto signs with the hash the key was imported for.
+            signingKey: await webcrypto.subtle.importKey(
+              'pkcs8',
+              await webcrypto.subtle.exportKey('pkcs8', caKeys.privateKey),
+              { name: 'RSASSA-PKCS1-v1_5', hash },
+              false,
+              ['sign'],
+            ),
+            extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'dns', value: 'h' }], false)],
+          })
+        ).toString('pem'),
+      );
+    const bundle = parsePemBundle(caCert.toString('pem'));
+    const strong = await rsa(2048);
+    assert.equal(isDirectlyTrustedServer(await server(strong, 'SHA-256'), bundle, 'h'), true);
+    const sha1 = await server(strong, 'SHA-1');
+    assert.equal(sha1.signatureAlgorithm, 'sha1WithRSAEncryption');
+    assert.equal(isDirectlyTrustedServer(sha1, bundle, 'h'), false);
+    assert.equal(isDirectlyTrustedServer(await server(await rsa(1024), 'SHA-256'), bundle, 'h'), false);
+  });
+
   test('a CA with name constraints is left to OpenSSL', async () => {
     const constrained = await issue('CN=constrained', undefined, { ca: true });
     const withConstraints = await x509.X509CertificateGenerator.create({

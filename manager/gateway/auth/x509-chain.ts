@@ -151,7 +151,8 @@ const nameConstraintsOid = Buffer.from([0x06, 0x03, 0x55, 0x1d, 0x1e]);
  * build: it is one of `roots`, or a CA among them signed it directly (the usual cluster PKI: the
  * cluster's CA signs its kube-apiserver's certificate). Both valid at `now`, both allowing server
  * authentication, and the leaf naming `host` in its subjectAltNames (Go ignores the common name, so
- * does this). Any other shape (intermediates, name constraints) answers false, as does a
+ * does this); a SHA-2 or Ed25519 signature, RSA keys of 2,048 bits or more, ECDSA on the NIST
+ * curves. Any other shape (intermediates, name constraints) answers false, as does a
  * certificate that fails a rule: false means "not vouched for here", and the caller then lets
  * OpenSSL verify the connection, whose verdict and wording stand (pool.ts, one-shot-tls.ts).
  */
@@ -162,7 +163,7 @@ export function isDirectlyTrustedServer(
   now: Date = new Date(),
 ): boolean {
   if (!withinValidity(leaf, now) || !allowsUsage(leaf, serverAuthOid)) return false;
-  if (leaf.raw.includes(nameConstraintsOid)) return false;
+  if (leaf.raw.includes(nameConstraintsOid) || !strongSignature(leaf) || !strongKey(leaf)) return false;
   const named = isIP(host)
     ? leaf.checkIP(host) !== undefined
     : leaf.checkHost(host, { subject: 'never', partialWildcards: false }) !== undefined;
@@ -171,8 +172,47 @@ export function isDirectlyTrustedServer(
     (root) =>
       !root.raw.includes(nameConstraintsOid) &&
       (root.fingerprint256 === leaf.fingerprint256 ||
-        (root.ca && withinValidity(root, now) && allowsUsage(root, serverAuthOid) && issues(root, leaf))),
+        (root.ca &&
+          withinValidity(root, now) &&
+          allowsUsage(root, serverAuthOid) &&
+          strongKey(root) &&
+          issues(root, leaf))),
   );
+}
+
+// Signature algorithms Go's crypto/x509 accepts for a certificate (SHA-1 and MD5 are not among
+// them; OpenSSL 3 refuses them too): RSA PKCS#1 v1.5 and PSS with SHA-2, ECDSA with SHA-2, Ed25519.
+const strongSignatureOids = new Set([
+  '1.2.840.113549.1.1.11',
+  '1.2.840.113549.1.1.12',
+  '1.2.840.113549.1.1.13',
+  '1.2.840.113549.1.1.10',
+  '1.2.840.10045.4.3.2',
+  '1.2.840.10045.4.3.3',
+  '1.2.840.10045.4.3.4',
+  '1.3.101.112',
+]);
+const strongCurves = new Set(['prime256v1', 'secp384r1', 'secp521r1']);
+
+function strongSignature(cert: X509Certificate): boolean {
+  return strongSignatureOids.has(cert.signatureAlgorithmOid);
+}
+
+/** RSA of 2,048 bits or more, ECDSA on P-256, P-384 or P-521, or Ed25519: anything weaker is OpenSSL's to judge. */
+function strongKey(cert: X509Certificate): boolean {
+  const key = cert.publicKey;
+  const details = key.asymmetricKeyDetails;
+  switch (key.asymmetricKeyType) {
+    case 'rsa':
+    case 'rsa-pss':
+      return (details?.modulusLength ?? 0) >= 2048;
+    case 'ec':
+      return strongCurves.has(details?.namedCurve ?? '');
+    case 'ed25519':
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** Subject common name and organizations (Kubernetes' user name and groups). */
