@@ -202,11 +202,8 @@ describe('connection pools', () => {
     const upstream = await startUpstream((_req, res) => res.writeHead(200, { Connection: 'close' }).end(), {
       requestCert: true,
     });
-    const { pools, up } = await caTrustedPool(upstream.port, 'c', {
-      type: 'X509Certificate',
-      certificate: client.cert,
-      privateKey: client.key,
-    });
+    const credential = { type: 'X509Certificate' as const, certificate: client.cert, privateKey: client.key };
+    const { pools, up } = await caTrustedPool(upstream.port, 'c', credential);
     const contexts = contextsOfNewConnections(up);
     const get = async (oneShot: boolean) => {
       if (oneShot) return void (await requestOnce(up));
@@ -219,9 +216,13 @@ describe('connection pools', () => {
           .end();
       });
     };
-    await get(true);
     await get(false);
-    assert.equal(contexts[0], contexts[1], 'the context built with the pool serves a one-shot connection');
+    await get(true);
+    assert.equal(
+      contexts[0],
+      contexts[1],
+      'the context a regular connection holds serves a one-shot connection',
+    );
     t.mock.timers.tick(30_001); // the held context is dropped after 30 s without a new connection
     await get(true);
     await get(true);
@@ -231,7 +232,15 @@ describe('connection pools', () => {
     await get(false);
     assert.notEqual(contexts[4], contexts[3]);
     assert.equal(contexts[5], contexts[4], 'a regular connection builds one and holds it');
-    pools.close();
+
+    // A pool whose first turn opened no regular connection (created by a probe) keeps no context.
+    const probed = await caTrustedPool(upstream.port, 'probed', credential);
+    const probedContexts = contextsOfNewConnections(probed.up);
+    await new Promise((resolve) => setImmediate(resolve));
+    await requestOnce(probed.up);
+    await requestOnce(probed.up);
+    assert.notEqual(probedContexts[1], probedContexts[0]);
+    for (const p of [pools, probed.pools]) p.close();
     await upstream.close();
   });
 

@@ -396,16 +396,27 @@ const CONTEXT_IDLE_MS = 30_000;
  * held context if there is one and otherwise a fresh one that is not kept: a cluster probed every
  * 40 s (1,000 clusters at 25 probes a second) would rebuild its context at every probe anyway, and
  * holding it 30 s of every 40 kept about 750 of them, 28 MB, alive for nothing.
+ *
+ * `first`, the context built when the pool was created (to find a CA or key OpenSSL cannot load at
+ * once), is kept only if a regular connection takes it in the same turn of the event loop: a proxied
+ * request creates its pool and connects at once, while a pool created by a health probe may never
+ * open a regular connection. Holding those for 30 s meant, after a restart with 1,000 clusters,
+ * 1,000 contexts built within a minute and held together (38 MB), memory the process then kept.
  */
 function heldContext(first: tls.SecureContext, build: () => tls.SecureContext): ContextGetter {
   let context: tls.SecureContext | undefined = first;
+  let held = false;
   const timer = setTimeout(() => {
     context = undefined;
   }, CONTEXT_IDLE_MS).unref();
+  setImmediate(() => {
+    if (!held) context = undefined;
+  }).unref();
   return (oneShot = false) => {
     // A CA or key that loaded once loads again; should it not, the connection fails with the error.
     if (oneShot) return context ?? build();
     context ??= build();
+    held = true;
     timer.refresh();
     return context;
   };
