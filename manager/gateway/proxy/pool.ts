@@ -104,8 +104,6 @@ interface Entry {
   oneShot: { open: number };
   /** Tunnel endpoints: the latest dial(), so a reconnected agent tunnel is used at once. */
   tunnel?: { dial: TunnelEndpoint['dial'] };
-  /** TLS endpoints trusted by their CA bundle alone: one-shot connections without a context of their own. */
-  trust?: OneShotTrust;
 }
 
 type Dial = () => Promise<Duplex>;
