@@ -2,7 +2,7 @@
 #
 # One image, three entry points (the chart and the agent's ManifestWork name the command):
 #   node /app/manager/addon/main.ts     the addon manager (hub)
-#   node --max-semi-space-size=2 /app/manager/gateway/main.ts   the gateway (hub; the default command)
+#   node --max-semi-space-size=2 --expose-gc /app/manager/gateway/main.ts   the gateway (hub; the default command)
 #   node /app/agent/main.ts             the agent (managed clusters)
 # Node 24 runs the TypeScript sources directly (type stripping): nothing is compiled, and the image
 # holds the sources, production dependencies and Node's compile cache, which keeps the agent under its
@@ -50,4 +50,4 @@ ENV NODE_ENV=production \
 USER 65532:65532
 ENTRYPOINT ["node"]
 # The gateway's Node flags as the manager's Deployment sets them (manager/addon/gateway-deploy/workload.ts).
-CMD ["--max-semi-space-size=2", "/app/manager/gateway/main.ts"]
+CMD ["--max-semi-space-size=2", "--expose-gc", "/app/manager/gateway/main.ts"]

@@ -176,7 +176,29 @@ class GatewayCaller {
       heapUsed: await mb('nodejs_heap_size_used_bytes'),
       heapTotal: await mb('nodejs_heap_size_total_bytes'),
       external: await mb('nodejs_external_memory_bytes'),
+      spaces: await this.heapSpaces(),
     };
+  }
+
+  /** V8's committed heap by space, largest first, in MB, e.g. `old 31, large_object 9, new 6`. */
+  async heapSpaces(): Promise<string> {
+    const prefix = 'nodejs_heap_space_size_total_bytes{space="';
+    try {
+      const { status, body } = await this.get('/metrics');
+      if (status !== 200) return '—';
+      const spaces = body
+        .split('\n')
+        .filter((l) => l.startsWith(prefix))
+        .map((l) => {
+          const [space = '', value = ''] = l.slice(prefix.length).split('"} ');
+          return { space, mb: Number(value) / 1024 / 1024 };
+        })
+        .filter((s) => s.mb >= 0.5)
+        .sort((a, b) => b.mb - a.mb);
+      return spaces.map((s) => `${s.space} ${s.mb.toFixed(0)}`).join(', ') || '—';
+    } catch {
+      return '—';
+    }
   }
 
   /** Clusters the gateway's prober has not probed yet. */
@@ -197,6 +219,8 @@ interface Memory {
   heapUsed: number | undefined;
   heapTotal: number | undefined;
   external: number | undefined;
+  /** Committed heap by space (heapSpaces()). */
+  spaces: string;
 }
 
 interface Rest {
@@ -631,6 +655,7 @@ try {
     row('all probed once after (s)', (r) => s1(r.probedMs)),
     row('RSS at rest (MB)', (r) => f0(r.rest.rssMb)),
     row('V8 heap used / committed, external at rest (MB)', (r) => memory(r.rest.memory)),
+    row('V8 committed by space at rest (MB)', (r) => r.rest.memory.spaces),
     row('peak RSS so far (MB)', (r) => f0(r.rest.peakMb)),
     row('idle CPU (% of a core)', (r) => f1(r.rest.cpuPercent)),
     row('/healthz probes on cluster1 per min', (r) => f0(r.rest.probesPerMin)),
@@ -659,6 +684,7 @@ try {
     row('deleted: V8 heap used / committed, external after 45 s (MB)', (r) =>
       r.afterDelete ? memory(r.afterDelete.memory45s) : '—',
     ),
+    row('deleted: V8 committed by space after 45 s (MB)', (r) => r.afterDelete?.memory45s.spaces ?? '—'),
   ];
   console.log(`\n${table.join('\n')}\n`);
   console.log('hub API calls by the gateway at rest, per window:');

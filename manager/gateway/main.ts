@@ -24,6 +24,7 @@ import { HealthAnnotationStore } from './health/annotation-store.ts';
 import { HealthProber } from './health/prober.ts';
 import { logProxiedRequest } from './identity/access-log.ts';
 import { startProxyIdentity } from './identity/setup.ts';
+import { MemoryTrimmer, takeCollector } from './memory-trim.ts';
 import {
   enableProcessMetrics,
   recordHealthProbe,
@@ -41,6 +42,8 @@ import { exposeTunnels } from './tunnel/metrics.ts';
 import { TunnelRegistry } from './tunnel/registry.ts';
 import { setUpReplicaSharing } from './tunnel/replica-setup.ts';
 
+// At startup, off the global object: the collection --expose-gc provides stays private to the trimmer.
+const collectGarbage = takeCollector();
 const options = optionsOrExit(() => parseOptions(process.argv.slice(2)), helpText);
 
 // pino's default serializers never print request headers, so tokens and
@@ -179,9 +182,11 @@ registry.subscribe((event) => {
 setUpstreamConnectionsSource(() => proxy.stats().perCluster);
 enableProcessMetrics();
 
-let prober: HealthProber | undefined;
-if (options.featureGates.HealthinessCheck) {
-  prober = new HealthProber({
+const prober = options.featureGates.HealthinessCheck ? createProber() : undefined;
+if (prober) setHealthProberSource(() => ({ tracked: prober.tracked, unprobed: prober.unprobed }));
+
+function createProber(): HealthProber {
+  return new HealthProber({
     list: () => registry.list(),
     setHealth: (name, health) => {
       recordHealthProbe(health.healthy);
@@ -202,8 +207,6 @@ if (options.featureGates.HealthinessCheck) {
     userAgent: options.userAgent,
     log,
   });
-  const counted = prober;
-  setHealthProberSource(() => ({ tracked: counted.tracked, unprobed: counted.unprobed }));
 }
 
 // Agent tunnels (tunnel/): each connected agent becomes its cluster's ClusterProxy endpoint.
@@ -277,9 +280,28 @@ log.info(
 );
 prober?.start();
 
+// V8 keeps the pages a burst freed (a restart, a mass deletion) until a memory-reducing collection.
+const memoryTrimmer = new MemoryTrimmer({
+  collect: collectGarbage,
+  onTrim: (trim) =>
+    log.info(
+      {
+        rssBeforeMiB: Math.round(trim.rssBefore / 1048576),
+        rssAfterMiB: Math.round(trim.rssAfter / 1048576),
+        durationMs: Math.round(trim.durationMs),
+        nextInSeconds: Math.round(trim.nextGapMs / 1000),
+      },
+      'memory trimmed: V8 gave back the pages it kept',
+    ),
+});
+memoryTrimmer.start();
+if (!memoryTrimmer.enabled)
+  log.debug({}, 'node runs without --expose-gc: memory is not trimmed after bursts');
+
 const shutdown = async (signal: string) => {
   log.info({ signal }, 'shutting down');
   prober?.stop();
+  memoryTrimmer.stop();
   secrets.stop();
   execRefresher?.stop();
   managedClusters?.stop();

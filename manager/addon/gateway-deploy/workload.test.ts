@@ -44,7 +44,12 @@ describe('gateway workload', () => {
     assert.equal(term.topologyKey, 'kubernetes.io/hostname');
     assert.deepEqual(term.labelSelector.matchLabels, d.spec.selector.matchLabels);
     assert.equal(pod.serviceAccountName, 'cluster-gateway');
-    assert.deepEqual(container.command, ['node', '--max-semi-space-size=2', '/app/manager/gateway/main.ts']);
+    assert.deepEqual(container.command, [
+      'node',
+      '--max-semi-space-size=2',
+      '--expose-gc',
+      '/app/manager/gateway/main.ts',
+    ]);
     assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
     // The serving pair and the CA bundle are mounted: the CA key stays in the Secret.
     assert.deepEqual(

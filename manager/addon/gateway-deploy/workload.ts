@@ -17,11 +17,14 @@ export interface GatewaySpec {
 }
 
 /**
- * Node flags of the gateway process. V8's young generation grows to 16 MB semi-spaces under the
- * allocation of large proxied bodies and keeps them: at 2 MB the gateway's RSS after a LIST and
- * 10 MB benchmark is about 50 MB lower for no measurable CPU (docs/benchmarks.md, "Memory under load").
+ * Node flags of the gateway process.
+ * - `--max-semi-space-size=2`: V8's young generation grows to 16 MB semi-spaces under the allocation
+ *   of large proxied bodies and keeps them. At 2 MB the gateway's RSS after a LIST and 10 MB
+ *   benchmark is about 50 MB lower, for no measurable CPU (docs/benchmarks.md, "Memory under load").
+ * - `--expose-gc`: the memory trimmer (manager/gateway/memory-trim.ts) needs the one collection that
+ *   empties V8's page pool after a burst. main.ts takes it off the global object at startup.
  */
-export const gatewayNodeFlags = ['--max-semi-space-size=2'];
+export const gatewayNodeFlags = ['--max-semi-space-size=2', '--expose-gc'];
 
 /** Where the image keeps Node's compile cache (filled at build time; read-only at run time is fine). */
 const compileCache = '/app/.cache/node-compile-cache';
