@@ -19,8 +19,10 @@ function fakeProcess(freedByCollection: number) {
   };
 }
 
-function trimmerFor(p: ReturnType<typeof fakeProcess>) {
-  return new MemoryTrimmer({
+/** A trimmer over a fake process, after its first look (which only sets the baseline). */
+function lookedOnce(freedByCollection: number) {
+  const p = fakeProcess(freedByCollection);
+  const trimmer = new MemoryTrimmer({
     collect: p.collect,
     sample: p.sample,
     now: p.now,
@@ -28,12 +30,12 @@ function trimmerFor(p: ReturnType<typeof fakeProcess>) {
     minGapMs: 60_000,
     maxGapMs: 240_000,
   });
+  assert.equal(trimmer.check(), undefined, 'the first look only sets the baseline');
+  return { p, trimmer };
 }
 
 test('memory V8 does not count that grew past the threshold is trimmed once, then not before the gap', () => {
-  const p = fakeProcess(40 * mib);
-  const trimmer = trimmerFor(p);
-  assert.equal(trimmer.check(), undefined, 'the first look only sets the baseline');
+  const { p, trimmer } = lookedOnce(40 * mib);
   p.state.rss += 20 * mib;
   assert.equal(trimmer.check(), undefined, 'under the threshold');
   p.state.rss += 20 * mib;
@@ -52,9 +54,7 @@ test('memory V8 does not count that grew past the threshold is trimmed once, the
 });
 
 test('growth of the V8 heap or of external memory is not what the trimmer acts on', () => {
-  const p = fakeProcess(40 * mib);
-  const trimmer = trimmerFor(p);
-  trimmer.check();
+  const { p, trimmer } = lookedOnce(40 * mib);
   p.state.rss += 60 * mib;
   p.state.heapTotal += 40 * mib;
   p.state.external += 20 * mib;
@@ -63,9 +63,7 @@ test('growth of the V8 heap or of external memory is not what the trimmer acts o
 });
 
 test('a collection that frees little doubles the wait, up to the cap; one that frees again resets it', () => {
-  const p = fakeProcess(1 * mib);
-  const trimmer = trimmerFor(p);
-  trimmer.check();
+  const { p, trimmer } = lookedOnce(1 * mib);
   p.state.rss += 40 * mib;
   const gaps: number[] = [];
   for (let i = 0; i < 4; i++) {
@@ -76,11 +74,9 @@ test('a collection that frees little doubles the wait, up to the cap; one that f
   }
   assert.deepEqual(gaps, [120_000, 240_000, 240_000, 240_000]);
 
-  const freeing = fakeProcess(40 * mib);
-  const again = trimmerFor(freeing);
-  again.check();
-  freeing.state.rss += 40 * mib;
-  assert.equal(again.check()?.nextGapMs, 60_000);
+  const freeing = lookedOnce(40 * mib);
+  freeing.p.state.rss += 40 * mib;
+  assert.equal(freeing.trimmer.check()?.nextGapMs, 60_000);
 });
 
 test('without a collection (node without --expose-gc) the trimmer does nothing', () => {
