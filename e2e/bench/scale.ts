@@ -44,6 +44,8 @@ import { type Environment, startEnvironment } from '../../hack/localenv/environm
 import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import type { ManagedProcess } from '../../hack/localenv/supervisor.ts';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import { loadKubeconfig } from '../../shared/kube/kubeconfig.ts';
+import { eventLoopSamplingMs } from '../../shared/process-metrics.ts';
 import { auditSince, connectionsTo, cpuUsage, fileEnd, median, percentile, rssKb } from './measure.ts';
 
 const stateDir = path.join(repoRoot, '.local', 'bench-scale');
@@ -201,6 +203,24 @@ class GatewayCaller {
     }
   }
 
+  /**
+   * Garbage collections of the gateway that took 10 ms or more, and 100 ms or more, since it
+   * started, of any kind (prom-client's nodejs_gc_duration_seconds, buckets 1, 10, 100 ms...). Its
+   * /metrics is read once here, which also restarts the event-loop delay window.
+   */
+  async gcPauses(): Promise<{ over10ms: number; over100ms: number }> {
+    const { body } = await this.get('/metrics');
+    const counts = { all: 0, le10ms: 0, le100ms: 0 };
+    for (const line of body.split('\n')) {
+      if (!line.startsWith('nodejs_gc_duration_seconds_bucket{')) continue;
+      const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+      if (line.includes('le="+Inf"')) counts.all += value;
+      else if (line.includes('le="0.01"')) counts.le10ms += value;
+      else if (line.includes('le="0.1"')) counts.le100ms += value;
+    }
+    return { over10ms: counts.all - counts.le10ms, over100ms: counts.all - counts.le100ms };
+  }
+
   /** Clusters the gateway's prober has not probed yet. */
   unprobed(): Promise<number | undefined> {
     return this.metric('cluster_gateway_health_clusters{state="unprobed"}');
@@ -271,22 +291,89 @@ async function atRest(
   };
 }
 
-/** Proxied GETs to cluster1, one at a time, for `seconds`. */
-async function proxiedLatency(caller: GatewayCaller, seconds: number) {
-  const latencies: number[] = [];
-  const until = performance.now() + seconds * 1000;
-  while (performance.now() < until) {
-    const started = performance.now();
-    const { status, body } = await caller.get(`${group}/cluster1/proxy/api/v1/namespaces/default`);
-    latencies.push(performance.now() - started);
-    if (status !== 200) throw new Error(`proxied GET answered ${status}: ${body.slice(0, 300)}`);
+/** GET on cluster1's kube-apiserver itself, with its admin certificate: the environment's own latency. */
+class DirectCaller {
+  readonly agent: https.Agent;
+  readonly server: string;
+
+  constructor(kubeconfig: string) {
+    const { server, options } = loadKubeconfig(kubeconfig);
+    this.server = server;
+    const { ca, cert, key } = options;
+    this.agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca, cert, key });
   }
+
+  get(pathname: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = https.request(new URL(pathname, this.server), { agent: this.agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      });
+      req.setTimeout(30_000, () => req.destroy(new Error(`GET ${pathname}: no answer in 30 s`)));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+}
+
+interface Latencies {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+function summarize(latencies: number[]): Latencies {
   const sorted = Float64Array.from(latencies).sort();
   return {
     n: sorted.length,
     p50: percentile(sorted, 50),
     p99: percentile(sorted, 99),
     max: sorted[sorted.length - 1] ?? Number.NaN,
+  };
+}
+
+/**
+ * Proxied GETs to cluster1, one at a time, for `seconds`, each followed by the same GET straight
+ * to cluster1: a max the direct column shares is the machine's, not the gateway's. Over the same
+ * window, from the gateway's /metrics: its event loop's longest stall (prom-client's
+ * monitorEventLoopDelay, reset by each scrape, so the scrape before the window starts it) and its
+ * garbage collections of 10 ms or more; and its main thread's run-queue wait (/proc schedstat).
+ */
+async function proxiedLatency(
+  caller: GatewayCaller,
+  direct: DirectCaller,
+  gatewayPid: number,
+  seconds: number,
+) {
+  const objectPath = '/api/v1/namespaces/default';
+  const proxied: number[] = [];
+  const straight: number[] = [];
+  const gcBefore = await caller.gcPauses();
+  const waitBefore = cpuUsage(gatewayPid).waitMs;
+  const until = performance.now() + seconds * 1000;
+  while (performance.now() < until) {
+    let started = performance.now();
+    const { status, body } = await caller.get(`${group}/cluster1/proxy${objectPath}`);
+    proxied.push(performance.now() - started);
+    if (status !== 200) throw new Error(`proxied GET answered ${status}: ${body.slice(0, 300)}`);
+    started = performance.now();
+    const directStatus = await direct.get(objectPath);
+    straight.push(performance.now() - started);
+    if (directStatus !== 200) throw new Error(`direct GET answered ${directStatus}`);
+  }
+  // The histogram records whole sampling periods: a stall of S ms reads between S and S + the period.
+  const lagMax = (await caller.metric('nodejs_eventloop_lag_max_seconds')) ?? Number.NaN;
+  const lagMaxMs = Math.max(0, lagMax * 1000 - eventLoopSamplingMs);
+  const gcAfter = await caller.gcPauses();
+  return {
+    ...summarize(proxied),
+    direct: summarize(straight),
+    lagMaxMs,
+    gcOver10ms: gcAfter.over10ms - gcBefore.over10ms,
+    gcOver100ms: gcAfter.over100ms - gcBefore.over100ms,
+    runQueueWaitMs: cpuUsage(gatewayPid).waitMs - waitBefore,
   };
 }
 
@@ -552,6 +639,7 @@ try {
   const cluster1Port = Number(new URL(cluster1.server).port);
   const hub = env.hub.client;
   const caller = new GatewayCaller(gateway.url);
+  const direct = new DirectCaller(cluster1.kubeconfig);
   let gatewayProcess = gateway.process;
   const template = await clusterTemplate(hub);
   const base = 2;
@@ -564,7 +652,7 @@ try {
     log(`${label}: kubectl get clustergateways ×5`);
     const kubectlMs = kubectlGet(env.hub.kubeconfig);
     log(`${label}: proxied GETs for ${flags.latencySeconds} s`);
-    const latency = await proxiedLatency(caller, flags.latencySeconds);
+    const latency = await proxiedLatency(caller, direct, gatewayProcess.pid, flags.latencySeconds);
     const listed = (await caller.list()).length;
     if (listed !== expected)
       throw new Error(`${label}: the gateway lists ${listed} clusters, not ${expected}`);
@@ -666,6 +754,17 @@ try {
     row('proxied GET p99 (ms)', (r) => r.latency.p99.toFixed(2)),
     row('proxied GET max (ms)', (r) => r.latency.max.toFixed(2)),
     row('proxied GETs measured', (r) => String(r.latency.n)),
+    row('direct GET to cluster1 p50 / p99 / max (ms), interleaved', (r) =>
+      [r.latency.direct.p50, r.latency.direct.p99, r.latency.direct.max].map((v) => v.toFixed(2)).join(' / '),
+    ),
+    row(`gateway meanwhile: longest event-loop stall (ms, up to ${eventLoopSamplingMs} more)`, (r) =>
+      f0(r.latency.lagMaxMs),
+    ),
+    row(
+      'gateway meanwhile: GCs ≥ 10 ms / ≥ 100 ms',
+      (r) => `${r.latency.gcOver10ms} / ${r.latency.gcOver100ms}`,
+    ),
+    row('gateway meanwhile: main thread waiting for a CPU (ms)', (r) => f0(r.latency.runQueueWaitMs)),
     row('restart: ready after (s)', (r) => s1(r.restart?.readyMs)),
     row('restart: all healthy after (s)', (r) => s1(r.restart?.allHealthyMs)),
     row('restart: all probed after (s)', (r) => s1(r.restart?.allProbedMs)),

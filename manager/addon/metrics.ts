@@ -2,7 +2,8 @@
  * Prometheus metrics of the addon manager, on a registry of its own (not
  * prom-client's global one, so tests and the gateway never share series).
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerProcessMetrics } from '../../shared/process-metrics.ts';
 
 export type ReconcileResult = 'success' | 'error';
 
@@ -55,7 +56,7 @@ export class AddonMetrics {
       labelNames: ['controller'],
       registers,
     });
-    if (processMetrics) collectDefaultMetrics({ register: this.registry });
+    if (processMetrics) registerProcessMetrics(this.registry);
   }
 
   observeReconcile(controller: string, seconds: number, result: ReconcileResult): void {

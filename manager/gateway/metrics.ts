@@ -7,7 +7,8 @@
  * libraries registering into the global registry cannot collide with these
  * names, and tests can read exactly what the gateway exposes.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerProcessMetrics } from '../../shared/process-metrics.ts';
 
 export const registry = new Registry();
 
@@ -282,7 +283,7 @@ export function enableProcessMetrics(): void {
   // prom-client throws on a second registration of the same names.
   if (processMetricsEnabled) return;
   processMetricsEnabled = true;
-  collectDefaultMetrics({ register: registry });
+  registerProcessMetrics(registry);
 }
 
 export const metricsContentType = registry.contentType;
