@@ -97,6 +97,25 @@ function parseFlags(argv: string[]): Flags {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
+/** One GET, its body read whole; no answer in 30 s is an error. */
+function httpsGet(
+  agent: https.Agent,
+  url: URL,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { agent, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.setTimeout(30_000, () => req.destroy(new Error(`GET ${url.pathname}: no answer in 30 s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** Talks to the gateway directly, as the aggregator does (front-proxy certificate, X-Remote-* headers). */
 class GatewayCaller {
   readonly agent: https.Agent;
@@ -114,29 +133,10 @@ class GatewayCaller {
   }
 
   get(pathname: string): Promise<{ status: number; body: string }> {
-    return new Promise((resolve, reject) => {
-      const req = https.request(
-        new URL(pathname, this.url),
-        {
-          agent: this.agent,
-          headers: {
-            'X-Remote-User': 'admin',
-            'X-Remote-Group': 'system:masters',
-            accept: 'application/json',
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
-          );
-          res.on('error', reject);
-        },
-      );
-      req.setTimeout(30_000, () => req.destroy(new Error(`GET ${pathname}: no answer in 30 s`)));
-      req.on('error', reject);
-      req.end();
+    return httpsGet(this.agent, new URL(pathname, this.url), {
+      'X-Remote-User': 'admin',
+      'X-Remote-Group': 'system:masters',
+      accept: 'application/json',
     });
   }
 
@@ -303,17 +303,8 @@ class DirectCaller {
     this.agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca, cert, key });
   }
 
-  get(pathname: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const req = https.request(new URL(pathname, this.server), { agent: this.agent }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-        res.on('error', reject);
-      });
-      req.setTimeout(30_000, () => req.destroy(new Error(`GET ${pathname}: no answer in 30 s`)));
-      req.on('error', reject);
-      req.end();
-    });
+  async get(pathname: string): Promise<number> {
+    return (await httpsGet(this.agent, new URL(pathname, this.server), {})).status;
   }
 }
 
