@@ -138,6 +138,9 @@ describe('HTTP/2 to the cluster', { timeout: 10_000 }, () => {
     const reply = await send(front.port, `${PROXY_PREFIX}h2/proxy/b`);
     assert.equal(reply.body, '2.0 /b');
     assert.equal(connections - before, 1);
+    // Node's server never closes the connection it sent GOAWAY on: the gateway closes it (after a
+    // 2 s linger), and the new session after its idle timeout, so none is left.
+    await eventually(() => proxy.stats().http2Sessions === 0, 4000);
   });
 
   it('drops HTTP2-Settings and the other fields HTTP/2 forbids, instead of failing the request', async () => {

@@ -34,6 +34,13 @@ const CONNECTION_WINDOW_BYTES = 16 << 20;
 const MAX_SESSION_MEMORY_MB = 32;
 /** Streams assumed per session until the server's SETTINGS arrive (RFC 9113 §6.5.2 recommends at least 100). */
 const INITIAL_MAX_STREAMS = 100;
+/**
+ * How long a session that has stopped taking streams and has none left may wait for the server to
+ * close the connection. Node ends its side gracefully and then waits for the peer's close, which a
+ * server that sent GOAWAY may never send (measured with Node's own http2 server): without this
+ * bound the socket and the session's entry would stay for as long as the process runs.
+ */
+const CLOSE_LINGER_MS = 2_000;
 
 export type UpstreamProtocol = 'unknown' | 'h2' | 'http/1.1';
 
@@ -54,11 +61,14 @@ export interface Http2SessionsOptions {
 
 interface Session {
   session: http2.ClientHttp2Session;
+  socket: tls.TLSSocket;
   streams: number;
   maxStreams: number;
   /** False once the session is going away (GOAWAY, closing): its streams finish, no new ones. */
   usable: boolean;
   idle?: NodeJS.Timeout;
+  /** Set once the connection has been given CLOSE_LINGER_MS to close. */
+  lingering?: boolean;
 }
 
 export interface Http2SessionStats {
@@ -129,6 +139,7 @@ export class Http2Sessions {
     for (const entry of this.#open) {
       entry.usable = false;
       entry.session.close();
+      if (entry.streams === 0) lingerThenDestroy(entry);
     }
     this.#fail(new Error('the connection pool was replaced'));
   }
@@ -173,9 +184,9 @@ export class Http2Sessions {
     }
     stream.once('close', () => {
       entry.streams--;
-      if (entry.streams === 0 && entry.usable) {
-        entry.idle = setTimeout(() => entry.session.close(), this.#o.idleTimeoutMs).unref();
-      }
+      if (entry.streams > 0) return;
+      if (!entry.usable) lingerThenDestroy(entry);
+      else entry.idle = setTimeout(() => closeIdle(entry), this.#o.idleTimeoutMs).unref();
     });
     return stream;
   }
@@ -212,7 +223,7 @@ export class Http2Sessions {
       settings: { enablePush: false, initialWindowSize: STREAM_WINDOW_BYTES },
       maxSessionMemory: MAX_SESSION_MEMORY_MB,
     });
-    const entry: Session = { session, streams: 0, maxStreams: INITIAL_MAX_STREAMS, usable: true };
+    const entry: Session = { session, socket, streams: 0, maxStreams: INITIAL_MAX_STREAMS, usable: true };
     this.#open.add(entry);
     const widen = () => session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
     if (session.connecting) session.once('connect', widen);
@@ -224,6 +235,7 @@ export class Http2Sessions {
     const goingAway = () => {
       entry.usable = false;
       if (entry.idle) clearTimeout(entry.idle);
+      if (entry.streams === 0) lingerThenDestroy(entry);
       // Requests that were waiting for a slot on this one get a new session.
       if (this.#waiting.length > 0 && !this.#connecting && !this.#closed) this.#serveWaiting();
     };
@@ -255,4 +267,18 @@ export class Http2Sessions {
   #fail(err: Error): void {
     for (const waiting of this.#waiting.splice(0)) waiting.done({ error: err });
   }
+}
+
+function closeIdle(entry: Session): void {
+  entry.usable = false;
+  entry.session.close();
+  lingerThenDestroy(entry);
+}
+
+/** Gives the server CLOSE_LINGER_MS to close a finished session's connection, then closes it here. */
+function lingerThenDestroy(entry: Session): void {
+  if (entry.lingering || entry.socket.destroyed) return;
+  entry.lingering = true;
+  const timer = setTimeout(() => entry.socket.destroy(), CLOSE_LINGER_MS).unref();
+  entry.socket.once('close', () => clearTimeout(timer));
 }
