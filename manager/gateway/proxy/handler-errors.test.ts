@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
@@ -28,6 +29,8 @@ describe('errors reaching a cluster', { timeout: 5000 }, () => {
   const events: ProxyEvent[] = [];
   let upstream: TestServer;
   let front: TestServer;
+  /** Streams the slow tunnel handed over, each after the connect deadline had passed. */
+  const lateStreams: PassThrough[] = [];
   let proxy: ClusterProxy;
   let deadPort: number;
 
@@ -69,6 +72,22 @@ describe('errors reaching a cluster', { timeout: 5000 }, () => {
         serverName: 'kubernetes.default.svc',
         insecure: true,
         dial: () => new Promise(() => {}),
+      }),
+    );
+    clusters.set(
+      'slow-tunnel',
+      clusterTarget('slow-tunnel', {
+        type: 'ClusterProxy',
+        serverName: 'kubernetes.default.svc',
+        insecure: true,
+        dial: () =>
+          new Promise((resolve) =>
+            setTimeout(() => {
+              const stream = new PassThrough();
+              lateStreams.push(stream);
+              resolve(stream);
+            }, 300),
+          ),
       }),
     );
     proxy = createClusterProxy({ connectTimeoutMs: 200, onComplete: (e) => events.push(e) });
@@ -128,6 +147,19 @@ describe('errors reaching a cluster', { timeout: 5000 }, () => {
       await status('black-hole'),
       'cluster "black-hole" is unreachable: timed out after 200 ms opening a connection',
     );
+  });
+
+  it('closes a tunnel stream that opens after the deadline, unused', async () => {
+    assert.equal(
+      await status('slow-tunnel'),
+      'cluster "slow-tunnel" is unreachable: timed out after 200 ms opening a connection',
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(lateStreams.length > 0, 'the dial finished');
+    for (const stream of lateStreams) {
+      assert.equal(stream.destroyed, true);
+      assert.equal(stream.readableLength + stream.writableLength, 0, 'nothing was written to it');
+    }
   });
 
   it('truncates the response when the cluster dies mid-body', async () => {

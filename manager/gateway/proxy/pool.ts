@@ -448,19 +448,8 @@ function dialWith(
   timeoutMs: number,
 ): void {
   agent.createConnection = (options, callback) => {
-    let settled = false;
-    const timer = setTimeout(() => {
-      settled = true;
-      callback?.(timeoutError(timeoutMs), undefined as unknown as Duplex);
-    }, timeoutMs);
-    dial().then(
+    dialWithin(dial, timeoutMs).then(
       (stream) => {
-        if (settled) {
-          stream.destroy();
-          return;
-        }
-        settled = true;
-        clearTimeout(timer);
         if (!context) {
           callback?.(null, stream);
           return;
@@ -473,15 +462,35 @@ function dialWith(
         deadline(socket, 'secureConnect', timeoutMs);
         callback?.(null, socket);
       },
-      (err: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        callback?.(err, undefined as unknown as Duplex);
-      },
+      (err: Error) => callback?.(err, undefined as unknown as Duplex),
     );
     return undefined;
   };
+}
+
+/** Runs a dial with a deadline; a stream that arrives after it is closed unused. */
+function dialWithin(dial: Dial, timeoutMs: number): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(timeoutError(timeoutMs));
+    }, timeoutMs);
+    dial().then(
+      (stream) => {
+        if (late) {
+          stream.destroy();
+          return;
+        }
+        clearTimeout(timer);
+        resolve(stream);
+      },
+      (err: Error) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
 
 /** TLS's server name for a host: none for an IP address (RFC 6066 forbids it), as https.Agent does. */
@@ -503,58 +512,48 @@ function tlsConnector(
   timeoutMs: number,
 ): () => Promise<tls.TLSSocket> {
   let lastSession: Buffer | undefined;
-  return () =>
-    new Promise((resolve, reject) => {
-      let socket: tls.TLSSocket | undefined;
-      let settled = false;
+  const handshake = (stream: Duplex | undefined, waitMs: number) =>
+    new Promise<tls.TLSSocket>((resolve, reject) => {
+      const opened = tls.connect({
+        ...connection,
+        ...(stream ? { socket: stream } : {}),
+        ...(lastSession ? { session: lastSession } : {}),
+        secureContext: context(),
+        ALPNProtocols: ['h2', 'http/1.1'],
+      });
+      deadline(opened, 'secureConnect', waitMs, timeoutMs);
+      // Kept only from a connection whose handshake (and so its certificate check) succeeded.
+      let early: Buffer | undefined;
+      let verified = false;
+      opened.on('session', (session: Buffer) => {
+        if (verified) lastSession = session;
+        else early = session;
+      });
       const fail = (err: Error) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        socket?.destroy();
+        opened.destroy();
         reject(err);
       };
-      const timer = setTimeout(() => fail(timeoutError(timeoutMs)), timeoutMs);
-      const handshake = (stream?: Duplex) => {
-        if (settled) {
-          stream?.destroy();
-          return;
+      opened.once('error', fail);
+      opened.once('secureConnect', () => {
+        opened.removeListener('error', fail);
+        verified = true;
+        if (early) lastSession = early;
+        if (!stream) {
+          // Go sets TCP_NODELAY on every connection (watch events go out as they come), and
+          // keepalive probes find a peer that vanished.
+          opened.setNoDelay(true);
+          opened.setKeepAlive(true, 15_000);
         }
-        const opened = tls.connect({
-          ...connection,
-          ...(stream ? { socket: stream } : {}),
-          ...(lastSession ? { session: lastSession } : {}),
-          secureContext: context(),
-          ALPNProtocols: ['h2', 'http/1.1'],
-        });
-        socket = opened;
-        // Kept only from a connection whose handshake (and so its certificate check) succeeded.
-        let early: Buffer | undefined;
-        let verified = false;
-        opened.on('session', (session: Buffer) => {
-          if (verified) lastSession = session;
-          else early = session;
-        });
-        opened.once('error', fail);
-        opened.once('secureConnect', () => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          opened.removeListener('error', fail);
-          verified = true;
-          if (early) lastSession = early;
-          if (!stream) {
-            // Go sets TCP_NODELAY on every connection (watch events go out as they come), and
-            // keepalive probes find a peer that vanished.
-            opened.setNoDelay(true);
-            opened.setKeepAlive(true, 15_000);
-          }
-          resolve(opened);
-        });
-      };
-      if (!dial) handshake();
-      else dial().then(handshake, fail);
+        resolve(opened);
+      });
     });
+  return async () => {
+    if (!dial) return handshake(undefined, timeoutMs);
+    const started = performance.now();
+    const stream = await dialWithin(dial, timeoutMs);
+    // One deadline for the dial and the handshake together.
+    return handshake(stream, Math.max(1, timeoutMs - (performance.now() - started)));
+  };
 }
 
 /**
@@ -612,9 +611,12 @@ function contextOf(options: object | undefined, context: ContextGetter): tls.Sec
   return own?.[connectionContext] ?? context(own?.[oneShotConnection] === true);
 }
 
-/** Destroys the socket with a timeout error unless `readyEvent` comes first. */
-function deadline(socket: Duplex, readyEvent: string, timeoutMs: number): void {
-  const timer = setTimeout(() => socket.destroy(timeoutError(timeoutMs)), timeoutMs);
+/**
+ * Destroys the socket with a timeout error unless `readyEvent` comes first. `reportedMs` is the
+ * deadline the error names when this wait is the rest of a longer one.
+ */
+function deadline(socket: Duplex, readyEvent: string, waitMs: number, reportedMs = waitMs): void {
+  const timer = setTimeout(() => socket.destroy(timeoutError(reportedMs)), waitMs);
   const clear = () => clearTimeout(timer);
   socket.once(readyEvent, clear);
   socket.once('close', clear);
