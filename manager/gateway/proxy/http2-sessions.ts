@@ -137,9 +137,8 @@ export class Http2Sessions {
   retire(): void {
     this.#closed = true;
     for (const entry of this.#open) {
-      entry.usable = false;
       entry.session.close();
-      if (entry.streams === 0) lingerThenDestroy(entry);
+      stopTaking(entry);
     }
     this.#fail(new Error('the connection pool was replaced'));
   }
@@ -186,7 +185,11 @@ export class Http2Sessions {
       entry.streams--;
       if (entry.streams > 0) return;
       if (!entry.usable) lingerThenDestroy(entry);
-      else entry.idle = setTimeout(() => closeIdle(entry), this.#o.idleTimeoutMs).unref();
+      else
+        entry.idle = setTimeout(() => {
+          entry.session.close();
+          stopTaking(entry);
+        }, this.#o.idleTimeoutMs).unref();
     });
     return stream;
   }
@@ -233,9 +236,7 @@ export class Http2Sessions {
       this.#serveWaiting();
     });
     const goingAway = () => {
-      entry.usable = false;
-      if (entry.idle) clearTimeout(entry.idle);
-      if (entry.streams === 0) lingerThenDestroy(entry);
+      stopTaking(entry);
       // Requests that were waiting for a slot on this one get a new session.
       if (this.#waiting.length > 0 && !this.#connecting && !this.#closed) this.#serveWaiting();
     };
@@ -269,10 +270,11 @@ export class Http2Sessions {
   }
 }
 
-function closeIdle(entry: Session): void {
+/** No new streams on this session; once it has none, the server gets CLOSE_LINGER_MS to close it. */
+function stopTaking(entry: Session): void {
   entry.usable = false;
-  entry.session.close();
-  lingerThenDestroy(entry);
+  if (entry.idle) clearTimeout(entry.idle);
+  if (entry.streams === 0) lingerThenDestroy(entry);
 }
 
 /** Gives the server CLOSE_LINGER_MS to close a finished session's connection, then closes it here. */
