@@ -11,6 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import tls from 'node:tls';
 import { waitFor } from '../hack/localenv/wait.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
 import { StatusError } from '../shared/kube/status.ts';
@@ -116,6 +117,53 @@ test('the prober reports on /metrics: probes by verdict, clusters tracked and no
   // Every tracked cluster gets a verdict, reachable or not: none stays unprobed.
   await waitFor('every cluster probed', async () => (await metrics()).unprobed === 0);
 });
+
+test('a cluster that refuses TLS 1.2 is probed healthy: the probe offers TLS 1.2, then falls back to TLS 1.3', async () => {
+  const name = 'tls13-e2e';
+  const endpoint = clusterEndpoint('cluster2');
+  // cluster2's kube-apiserver runs with --tls-min-version=VersionTLS13 (hack/localenv/environment.ts).
+  assert.match(
+    await tls12Handshake(endpoint),
+    /^ERR_SSL_(TLSV1_ALERT_PROTOCOL_VERSION|UNSUPPORTED_PROTOCOL)$/,
+  );
+  await applyClusterSecret(hub, name, 'ServiceAccountToken', {
+    ...endpoint,
+    token: await gatewayToken(hub, 'cluster2'),
+  });
+  try {
+    const health = () => hub.get<Gateway>(`${proxyPrefix}/${name}/health`);
+    await waitFor(
+      'the TLS 1.3-only cluster to be probed healthy',
+      async () => (await health()).status.healthy,
+    );
+    // Later probes (every 2 s) go straight to TLS 1.3 and resume its session: still healthy.
+    await new Promise((r) => setTimeout(r, 5000));
+    const { status } = await health();
+    assert.equal(status.healthy, true, JSON.stringify(status));
+    const version = await hub.get<{ gitVersion: string }>(`${proxyPrefix}/${name}/proxy/version`);
+    assert.match(version.gitVersion, /^v1\./);
+  } finally {
+    await hub.delete(secretPath(name));
+  }
+});
+
+/** What a client that offers TLS 1.2 at most gets from `endpoint`: OpenSSL's error code, or the protocol. */
+function tls12Handshake(endpoint: { endpoint: string; 'ca.crt': string }): Promise<string> {
+  const url = new URL(endpoint.endpoint);
+  return new Promise((resolve) => {
+    const socket = tls.connect({
+      host: url.hostname,
+      port: Number(url.port),
+      ca: endpoint['ca.crt'],
+      maxVersion: 'TLSv1.2',
+    });
+    socket.once('secureConnect', () => {
+      resolve(`accepted ${socket.getProtocol()}`);
+      socket.destroy();
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
 
 test("PUT of the whole object, as the original's client does: true, then false, each read back", async () => {
   const gw = await getHealth();

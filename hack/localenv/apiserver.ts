@@ -29,7 +29,14 @@ export interface LocalCluster {
  */
 export async function startApiserver(
   supervisor: Supervisor,
-  options: { name: string; stateDir: string; etcdUrl: string; serviceCidr: string },
+  options: {
+    name: string;
+    stateDir: string;
+    etcdUrl: string;
+    serviceCidr: string;
+    /** Refuse TLS 1.2 clients (`--tls-min-version=VersionTLS13`), as hardened clusters do. */
+    tls13Only?: boolean;
+  },
 ): Promise<LocalCluster> {
   const { name } = options;
   const dir = path.join(options.stateDir, name);
@@ -65,6 +72,7 @@ export async function startApiserver(
       `--cert-dir=${path.join(dir, 'cert-dir')}`,
       `--tls-cert-file=${write('serving.crt', pki.serving.cert)}`,
       `--tls-private-key-file=${write('serving.key', pki.serving.key)}`,
+      ...(options.tls13Only ? ['--tls-min-version=VersionTLS13'] : []),
       `--client-ca-file=${files.ca}`,
       '--authorization-mode=Node,RBAC',
       `--service-account-key-file=${files.saPub}`,

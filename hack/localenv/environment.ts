@@ -54,6 +54,13 @@ export interface EnvironmentState {
   gateway?: { url: string; port: number };
 }
 
+/**
+ * Managed clusters whose kube-apiserver refuses TLS 1.2. The gateway's health probes offer TLS 1.2
+ * first (manager/gateway/proxy/one-shot-tls.ts says why) and must fall back to TLS 1.3 with these,
+ * and everything that reaches cluster2 (the gateway, OCM's agents, the addon) speaks TLS 1.3 to it.
+ */
+const tls13OnlyClusters = new Set(['cluster2']);
+
 export async function startEnvironment(options: EnvironmentOptions): Promise<Environment> {
   const log = options.log ?? (() => {});
   const names = options.managedClusters ?? ['cluster1', 'cluster2'];
@@ -69,7 +76,13 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
     step(`starting kube-apiservers: hub, ${names.join(', ')}`);
     const [hub, ...managed] = await Promise.all(
       ['hub', ...names].map((name, i) =>
-        startApiserver(supervisor, { name, stateDir, etcdUrl: etcd.url, serviceCidr: `10.${96 + i}.0.0/16` }),
+        startApiserver(supervisor, {
+          name,
+          stateDir,
+          etcdUrl: etcd.url,
+          serviceCidr: `10.${96 + i}.0.0/16`,
+          tls13Only: tls13OnlyClusters.has(name),
+        }),
       ),
     );
     if (!hub) throw new Error('hub did not start');
