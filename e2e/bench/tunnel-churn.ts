@@ -20,6 +20,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { repoRoot } from '../../hack/localenv/binaries.ts';
+import { compileCacheEnv, warmCompileCache } from '../../hack/localenv/compile-cache.ts';
 import { type Environment, startEnvironment } from '../../hack/localenv/environment.ts';
 import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import { writeKubeconfig } from '../../hack/localenv/kubeconfig.ts';
@@ -42,8 +43,6 @@ const stateDir = path.join(repoRoot, '.local', 'bench-tunnel-churn');
 const cluster = 'cluster1-churn';
 const objectPath = '/api/v1/namespaces/default';
 const proxyPath = `/apis/cluster.core.oam.dev/v1alpha1/clustergateways/${cluster}/proxy${objectPath}`;
-/** Node's compile cache, warmed as the agent image warms it, so a restart costs what it costs in a pod. */
-const compileCache = path.join(repoRoot, '.cache', 'node-compile-cache');
 
 interface Flags {
   cycles: number;
@@ -125,6 +124,7 @@ async function provisionAgent(env: Environment): Promise<string> {
 }
 
 function startAgent(env: Environment, hubKubeconfig: string, port: number, cycle: number): ManagedProcess {
+  warmCompileCache('agent/main.ts'); // as the agent image is: a restart costs what it costs in a pod
   return env.supervisor.start(`bench-agent-${cluster}-${cycle}`, process.execPath, {
     args: [
       path.join(repoRoot, 'agent', 'main.ts'),
@@ -136,7 +136,7 @@ function startAgent(env: Environment, hubKubeconfig: string, port: number, cycle
       `--port=${port}`,
       '--log-level=warn',
     ],
-    env: { NODE_COMPILE_CACHE: compileCache },
+    env: compileCacheEnv,
   });
 }
 

@@ -35,6 +35,7 @@ import type http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import { repoRoot } from '../../hack/localenv/binaries.ts';
+import { compileCacheEnv, warmCompileCache } from '../../hack/localenv/compile-cache.ts';
 import { type Environment, startEnvironment } from '../../hack/localenv/environment.ts';
 import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import { writeKubeconfig } from '../../hack/localenv/kubeconfig.ts';
@@ -275,7 +276,9 @@ async function startAgent(
     caCert: env.hub.pki.ca.cert,
     client: certificate,
   });
+  warmCompileCache('agent/main.ts'); // as the agent image is
   const agent = env.supervisor.start(`bench-agent-${cluster}`, process.execPath, {
+    env: compileCacheEnv,
     args: [
       path.join(repoRoot, 'agent', 'main.ts'),
       `--cluster-name=${cluster}`,

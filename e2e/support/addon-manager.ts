@@ -11,6 +11,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from '../../hack/localenv/binaries.ts';
+import { compileCacheEnv, warmCompileCache } from '../../hack/localenv/compile-cache.ts';
 import { freePort } from '../../hack/localenv/ports.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
 import { environmentState } from './environment.ts';
@@ -63,13 +64,14 @@ export async function startAddonManager(
   mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${logName}.log`);
   const out = openSync(logFile, 'a');
+  warmCompileCache('manager/addon/main.ts'); // as the image is
   const child = spawn(
     process.execPath,
     [
       path.join(repoRoot, 'manager', 'addon', 'main.ts'),
       ...[...merged].map(([name, value]) => `--${name}=${value}`),
     ],
-    { stdio: ['ignore', out, out] },
+    { stdio: ['ignore', out, out], env: { ...process.env, ...compileCacheEnv } },
   );
   let exited = false;
   const exit = new Promise<void>((resolve) =>

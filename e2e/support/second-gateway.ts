@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from '../../hack/localenv/binaries.ts';
+import { compileCacheEnv, warmCompileCache } from '../../hack/localenv/compile-cache.ts';
 import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import { freePort } from '../../hack/localenv/ports.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
@@ -31,6 +32,7 @@ export async function startSecondGateway(logName: string, flags: string[]): Prom
   const url = `https://127.0.0.1:${port}`;
   const logFile = path.join(environmentState().stateDir, 'logs', `${logName}.log`);
   const log = openSync(logFile, 'a');
+  warmCompileCache('manager/gateway/main.ts');
   const child = spawn(
     process.execPath,
     [
@@ -44,7 +46,7 @@ export async function startSecondGateway(logName: string, flags: string[]): Prom
       `--secret-namespace=${credentialNamespace}`,
       ...flags,
     ],
-    { stdio: ['ignore', log, log] },
+    { stdio: ['ignore', log, log], env: { ...process.env, ...compileCacheEnv } },
   );
   let exited = false;
   child.once('exit', () => {

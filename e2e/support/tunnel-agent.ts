@@ -9,10 +9,10 @@
  *   garbage collector would delete them);
  * - it relays to the managed cluster `managedName` of the environment, through its admin kubeconfig.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { repoRoot } from '../../hack/localenv/binaries.ts';
+import { compileCacheEnv, warmCompileCache } from '../../hack/localenv/compile-cache.ts';
 import { writeKubeconfig } from '../../hack/localenv/kubeconfig.ts';
 import { ensureNamespace } from '../../hack/localenv/ocm.ts';
 import { freePort } from '../../hack/localenv/ports.ts';
@@ -123,10 +123,6 @@ export interface TunnelAgent {
   metric(series: string): Promise<number>;
 }
 
-/** Node's compile cache, warmed as the agent image warms it, so RSS figures are the deployed agent's. */
-const compileCache = path.join(repoRoot, '.cache', 'node-compile-cache');
-let warmed = false;
-
 /**
  * What the manager renders for an agent on its managed cluster (manager/addon/deploy/agent-manifests.ts)
  * for a tunnel trust model, less the Deployment, applied to `spoke` in `namespace`; then a kubeconfig
@@ -208,13 +204,8 @@ export async function startTunnelAgent(
 ): Promise<TunnelAgent> {
   const managed = environmentState().managed.find((m) => m.name === options.managedName);
   if (!managed) throw new Error(`no managed cluster "${options.managedName}"`);
-  if (!warmed) {
-    execFileSync(process.execPath, [path.join(repoRoot, 'agent', 'main.ts'), '--help'], {
-      env: { ...process.env, NODE_COMPILE_CACHE: compileCache },
-      stdio: 'ignore',
-    });
-    warmed = true;
-  }
+  // Warmed as the agent image warms it, so RSS figures are the deployed agent's.
+  warmCompileCache('agent/main.ts');
   const port = await freePort();
   const process_ = supervisor.start(options.name ?? `tunnel-agent-${options.cluster}`, process.execPath, {
     args: [
@@ -229,7 +220,7 @@ export async function startTunnelAgent(
       '--log-level=debug',
       ...(options.args ?? []),
     ],
-    env: { NODE_COMPILE_CACHE: compileCache },
+    env: compileCacheEnv,
   });
   return {
     process: process_,

@@ -8,12 +8,12 @@
  * Ports are remapped per pod (hack/runner/pod-spec.ts): the agents of two
  * managed clusters share this machine's network.
  */
-import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { DeploymentRunner } from '../runner/deployment-runner.ts';
 import { imagePrefix, installAddonManager, type ManagerSettings } from './addon-manager.ts';
 import type { LocalCluster } from './apiserver.ts';
 import { repoRoot } from './binaries.ts';
+import { warmCompileCache } from './compile-cache.ts';
 import { Supervisor } from './supervisor.ts';
 import { waitFor } from './wait.ts';
 
@@ -60,13 +60,9 @@ export function startPodRunners(
   stateDir: string,
   log?: (line: string) => void,
 ): LocalAddon {
-  // What the image build does: fill Node's compile cache, so an agent whose Deployment sets
-  // NODE_COMPILE_CACHE=/app/.cache/node-compile-cache never loads the TypeScript stripper (~22 MB;
-  // docs/benchmarks.md, "Agent footprint").
-  execFileSync(process.execPath, [path.join(repoRoot, 'agent', 'main.ts'), '--help'], {
-    env: { ...process.env, NODE_COMPILE_CACHE: path.join(repoRoot, '.cache', 'node-compile-cache') },
-    stdio: 'ignore',
-  });
+  // What the image build does, for the Deployments' NODE_COMPILE_CACHE=/app/.cache/node-compile-cache.
+  for (const entry of ['agent/main.ts', 'manager/addon/main.ts', 'manager/gateway/main.ts'])
+    warmCompileCache(entry);
   // The pods' own supervisor: a crashed agent is the runner's to restart (as a kubelet would), not a
   // reason for the environment's watchdog (local-up.ts) to stop everything.
   const supervisor = new Supervisor(path.join(stateDir, 'pods'), { handleSignals: false });

@@ -13,6 +13,7 @@ import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
 import type { LocalCluster } from './apiserver.ts';
 import { repoRoot } from './binaries.ts';
+import { compileCacheEnv, warmCompileCache } from './compile-cache.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { applyCrds, ensureNamespace } from './ocm.ts';
 import { freePort } from './ports.ts';
@@ -65,7 +66,9 @@ export async function startGateway(
     token,
   });
   const port = await freePort();
+  warmCompileCache('manager/gateway/main.ts'); // as the image does: the Deployment sets NODE_COMPILE_CACHE
   const process_ = supervisor.start('hub-cluster-gateway', process.execPath, {
+    env: compileCacheEnv,
     args: [
       // The shipped Node flags, then a benchmark's own (later ones win), e.g. for profiling:
       // CG_GATEWAY_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/p".
