@@ -12,6 +12,7 @@ import { addonAgentSubject } from './subject.ts';
 function fakeHub() {
   const applied = new Map<string, KubeObject>();
   const deleted: string[] = [];
+  const patched: [string, unknown][] = [];
   const hub = {
     apply: async (path: string, obj: KubeObject) => {
       applied.set(path, obj);
@@ -19,12 +20,16 @@ function fakeHub() {
     },
     getOptional: async () => ({}),
     create: async (_path: string, obj: KubeObject) => obj,
+    mergePatch: async (path: string, patch: unknown) => {
+      patched.push([path, patch]);
+      return {};
+    },
     delete: async (path: string) => {
       deleted.push(path);
       applied.delete(path);
     },
   };
-  return { hub: hub as unknown as KubeClient, applied, deleted };
+  return { hub: hub as unknown as KubeClient, applied, deleted, patched };
 }
 
 function informer<T extends KubeObject>(items: Record<string, T>): Informer<T> {
@@ -140,4 +145,50 @@ test('a trust model grants the agent its credential Secret; disabling removes th
   assert.ok(deleted.includes('/api/v1/namespaces/creds/secrets/cluster1'), 'the Secret its agent wrote');
   assert.ok(!deleted.includes('/api/v1/namespaces/creds/secrets/cluster2'), "an admin's Secret stays");
   assert.ok(deleted.includes(`${rbac}/roles/${name('cluster2')}`));
+});
+
+test('a heartbeat Lease naming a deleted ManagedClusterAddOn is handed to the current one, before the garbage collector deletes it', async () => {
+  const { hub, patched } = fakeHub();
+  const leasePath = '/apis/coordination.k8s.io/v1/namespaces/cluster1/leases/cluster-gateway';
+  let lease: KubeObject = {
+    metadata: { name: 'cluster-gateway', namespace: 'cluster1', ownerReferences: [{ uid: 'old-uid' }] },
+  };
+  (hub as unknown as { getOptional: (p: string) => Promise<unknown> }).getOptional = async (p) =>
+    p === leasePath ? lease : {};
+  const controller = new RegistrationController({
+    hub,
+    addon,
+    log,
+    informers: {
+      managedClusterAddOns: informer<ManagedClusterAddOn>({
+        'cluster1/cluster-gateway': {
+          apiVersion: 'addon.open-cluster-management.io/v1alpha1',
+          kind: 'ManagedClusterAddOn',
+          metadata: { name: 'cluster-gateway', namespace: 'cluster1', uid: 'new-uid' },
+        } as ManagedClusterAddOn,
+      }),
+    },
+  });
+  await controller.reconcile('cluster1/cluster-gateway');
+  assert.deepEqual(patched, [
+    [
+      leasePath,
+      {
+        metadata: {
+          ownerReferences: [
+            {
+              apiVersion: 'addon.open-cluster-management.io/v1alpha1',
+              kind: 'ManagedClusterAddOn',
+              name: 'cluster-gateway',
+              uid: 'new-uid',
+            },
+          ],
+        },
+      },
+    ],
+  ]);
+  // Owned by the current addon: the agent's Lease is left alone.
+  lease = { metadata: { ...lease.metadata, ownerReferences: [{ uid: 'new-uid' }] } };
+  await controller.reconcile('cluster1/cluster-gateway');
+  assert.equal(patched.length, 1);
 });

@@ -21,7 +21,7 @@
  * conditions and the health controller's `Available` are never touched.
  */
 import type { Logger } from 'pino';
-import type { KubeClient } from '../../../shared/kube/client.ts';
+import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
 import { objectKey } from '../../../shared/kube/informer.ts';
 import { StatusError } from '../../../shared/kube/status.ts';
@@ -43,6 +43,7 @@ import {
   type ClusterOwner,
   credentialPermissionName,
   type OwnerAddon,
+  ownerReference,
 } from './hub-permissions.ts';
 import { addonPath, type ManagedClusterAddOn, specInstallNamespace } from './managed-cluster-addon.ts';
 import { hubHeartbeatLeaseName, kubeApiserverClientSigner, type Subject } from './subject.ts';
@@ -74,6 +75,8 @@ export interface RegistrationControllerDeps {
     managedClusterAddOns: Informer<ManagedClusterAddOn>;
     /** Owner of the cluster-scoped tunnel permissions; without it they have no owner. */
     clusterManagementAddOns?: Informer<ClusterManagementAddOn>;
+    /** The agents' hub heartbeat Leases: one deleted is recreated at once, not on the next resync. */
+    heartbeatLeases?: Informer<OwnedObject>;
   };
   /** The resolved agent install namespace (AddOnDeploymentConfig aware); default: spec or OCM's default. */
   installNamespace?: (addon: ManagedClusterAddOn) => string | Promise<string>;
@@ -93,6 +96,8 @@ const agentWrittenSecret = { label: 'app.kubernetes.io/managed-by', value: 'clus
 export function desiredRegistrationStatus(subject: Subject, namespace: string) {
   return { registrations: [{ signerName: kubeApiserverClientSigner, subject }], namespace };
 }
+
+type OwnedObject = KubeObject & { metadata?: { ownerReferences?: { uid?: string }[] } };
 
 export class RegistrationController {
   readonly #deps: RegistrationControllerDeps;
@@ -119,9 +124,30 @@ export class RegistrationController {
     // A deleted ManagedClusterAddOn: its cluster-scoped tunnel permission is ours to remove.
     const off = addons.on({ onAdd: enqueue, onUpdate: (_old, obj) => enqueue(obj), onDelete: enqueue });
     signal.addEventListener('abort', off, { once: true });
+    // A heartbeat Lease deleted, or naming another owner than the live addon, is repaired at once (not on the
+    // next resync), before the garbage collector deletes it. Renewals alone enqueue nothing.
+    const leaseName = hubHeartbeatLeaseName(this.#deps.addon.name);
+    const leaseKey = (lease: OwnedObject) =>
+      lease.metadata?.namespace && lease.metadata.name === leaseName
+        ? `${lease.metadata.namespace}/${this.#deps.addon.name}`
+        : undefined;
+    const ifStaleOwner = (lease: OwnedObject) => {
+      const key = leaseKey(lease);
+      const uid = key ? addons.get(key)?.metadata.uid : undefined;
+      if (key && uid && !lease.metadata?.ownerReferences?.some((r) => r.uid === uid)) this.#queue.add(key);
+    };
+    const offLeases = this.#deps.informers.heartbeatLeases?.on({
+      onAdd: ifStaleOwner,
+      onUpdate: (_old, lease) => ifStaleOwner(lease),
+      onDelete: (lease) => {
+        const key = leaseKey(lease);
+        if (key) this.#queue.add(key);
+      },
+    });
+    if (offLeases) signal.addEventListener('abort', offLeases, { once: true });
     for (const obj of addons.list()) enqueue(obj);
     this.#queue.start(signal);
-    // Someone deleting the Role, RoleBinding or Lease is repaired on this resync.
+    // Someone deleting the Role or RoleBinding is repaired on this resync.
     const resync = setInterval(() => {
       for (const obj of addons.list()) enqueue(obj);
     }, 60_000);
@@ -266,13 +292,29 @@ export class RegistrationController {
   }
 
   /**
-   * Creates the heartbeat Lease once; never rewrites it, since its spec is the
-   * agent's to renew (a create that loses a race is fine).
+   * Creates the heartbeat Lease once; never rewrites its spec, which is the agent's
+   * to renew (a create that loses a race is fine). A Lease left by an earlier
+   * ManagedClusterAddOn of the same name (disabled and enabled again before the
+   * garbage collector came by) still names the old owner's uid: the collector
+   * would delete it under the live agent, so it is handed to the current owner.
    */
   async #ensureHeartbeatLease(owner: OwnerAddon, subject: Subject) {
     const path = `/apis/coordination.k8s.io/v1/namespaces/${owner.namespace}/leases`;
-    const existing = await this.#deps.hub.getOptional(`${path}/${hubHeartbeatLeaseName(owner.name)}`);
-    if (existing) return;
+    const leasePath = `${path}/${hubHeartbeatLeaseName(owner.name)}`;
+    const existing = await this.#deps.hub.getOptional<OwnedObject>(leasePath);
+    if (existing) {
+      if (!existing.metadata?.ownerReferences?.some((r) => r.uid === owner.uid)) {
+        // JSON merge patch replaces the list: the stale reference goes.
+        await this.#deps.hub.mergePatch(leasePath, {
+          metadata: { ownerReferences: [ownerReference(owner)] },
+        });
+        this.#deps.log.info(
+          { cluster: owner.namespace, lease: leasePath },
+          'heartbeat Lease handed to the current ManagedClusterAddOn (it named a deleted one)',
+        );
+      }
+      return;
+    }
     try {
       await this.#deps.hub.create(
         path,
