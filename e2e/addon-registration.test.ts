@@ -229,3 +229,55 @@ test('disabling removes the Role, RoleBinding and heartbeat Lease (owned by the 
     { timeoutMs: 60_000 },
   );
 });
+
+test('a heartbeat Lease left naming an earlier ManagedClusterAddOn, or deleted, is owned by the live one again at once', async () => {
+  type Lease = { metadata: { uid: string; ownerReferences?: { uid: string }[] } };
+  const mca = await hub.get<{ metadata: { uid: string } }>(mcaPath('cluster1'));
+  const lease = await hub.get<Lease>(leasePath('cluster1'));
+  const ownedByLiveAddon = (l: Lease | undefined) =>
+    l?.metadata.ownerReferences?.length === 1 && l.metadata.ownerReferences[0]?.uid === mca.metadata.uid;
+  assert.ok(ownedByLiveAddon(lease));
+
+  // What a disable and re-enable faster than the garbage collector leaves: the Lease names the deleted addon.
+  const staleAt = Date.now();
+  await hub.mergePatch(leasePath('cluster1'), {
+    metadata: {
+      ownerReferences: [
+        {
+          apiVersion: 'addon.open-cluster-management.io/v1alpha1',
+          kind: 'ManagedClusterAddOn',
+          name: addon,
+          uid: '00000000-0000-4000-8000-000000000000',
+        },
+      ],
+    },
+  });
+  const handed = await waitFor(
+    'the Lease owned by the live ManagedClusterAddOn again',
+    async () => {
+      const l = await hub.getOptional<Lease>(leasePath('cluster1'));
+      return ownedByLiveAddon(l) ? l : undefined;
+    },
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
+  // The manager hands the Lease over on the update event; here the collector (idle, fast) may delete it first,
+  // and then the delete event recreates it. Either way the agent has its Lease again at once.
+  const tookStale = Date.now() - staleAt;
+  const how =
+    handed?.metadata.uid === lease.metadata.uid ? 'handed over' : 'deleted by the collector, recreated';
+  console.log(`[addon-registration e2e] stale owner -> ${how} in ${tookStale} ms`);
+  assert.ok(tookStale < 5_000, `${how} in ${tookStale} ms`);
+  await new Promise((r) => setTimeout(r, 2_000));
+  assert.ok(ownedByLiveAddon(await hub.getOptional<Lease>(leasePath('cluster1'))), 'and it stays');
+
+  const deletedAt = Date.now();
+  await hub.delete(leasePath('cluster1'));
+  await waitFor(
+    'the deleted Lease recreated',
+    async () => ownedByLiveAddon(await hub.getOptional<Lease>(leasePath('cluster1'))),
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
+  const took = Date.now() - deletedAt;
+  console.log(`[addon-registration e2e] deleted -> recreated in ${took} ms`);
+  assert.ok(took < 5_000, `recreated on the Lease's delete event, not the 60 s resync: ${took} ms`);
+});
