@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import type { KubeClient, KubeList, KubeObject, WatchEvent } from './client.ts';
 import {
   backoffDelay,
@@ -126,6 +128,34 @@ test('lists, syncs, then applies watch events from the list resourceVersion', as
   // The second watch resumes from the bookmark.
   await until(() => client.watchPaths.length >= 2, 'second watch');
   assert.equal(new URL(client.watchPaths[1] ?? '', 'https://x').searchParams.get('resourceVersion'), '20');
+});
+
+test('a deleted object is not kept alive by the list it came from, while the watch runs', async () => {
+  // Measured with `bench:scale`: after deleting 5,000 ManagedClusters the gateway's heap still held every one of
+  // them (49 MB used after a full collection, 15 MB with 2 clusters), through the first list's result kept in the
+  // suspended list/watch loop's frame for as long as its watch ran.
+  v8.setFlagsFromString('--expose-gc');
+  const collect = vm.runInNewContext('gc') as () => void;
+  const client = new FakeClient();
+  const listed = (() => {
+    const item = obj('a', '1', 'ns');
+    client.lists.push({ metadata: { resourceVersion: '1' }, items: [item] });
+    return new WeakRef(item);
+  })();
+  client.watches.push({ events: [{ type: 'DELETED', object: obj('a', '2', 'ns') }] });
+  const informer = new Informer(client, { path: '/api/v1/namespaces/ns/configmaps', ...fastOptions() });
+  informer.start();
+  await informer.synced;
+  // The second watch hangs until stop(): the loop is suspended in it, as a live informer is.
+  await until(
+    () => client.watchPaths.length >= 2 && informer.list().length === 0,
+    'the deletion and the next watch',
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  collect();
+  const kept = listed.deref() !== undefined;
+  informer.stop();
+  assert.equal(kept, false, 'the listed object outlived its deletion');
 });
 
 test('an ERROR 410 event relists and the relist emits only differences', async () => {

@@ -231,19 +231,12 @@ export class Informer<T extends KubeObject = KubeObject> {
     while (!signal.aborted) {
       try {
         if (needList) {
-          const listed = await this.#listAll();
+          const outcome = await this.#relist();
           if (signal.aborted) break;
-          if (listed === 'absent') {
-            this.#absent = true;
-            this.#replace([]);
-            this.#markSynced();
+          if (outcome === 'absent') {
             await this.#sleep(this.#absentRetryMs, signal);
             continue;
           }
-          this.#absent = false;
-          this.#replace(listed.items);
-          this.#resourceVersion = listed.resourceVersion;
-          this.#markSynced();
           needList = false;
           attempt = 0;
         }
@@ -268,6 +261,28 @@ export class Informer<T extends KubeObject = KubeObject> {
         await this.#sleep(backoffDelay(attempt++, this.#backoff, this.#random), signal);
       }
     }
+  }
+
+  /**
+   * Lists and replaces the store. A method of its own so that the list's
+   * result dies with this frame: held in #run's, it stayed reachable from the
+   * suspended loop for as long as the watch after it ran, with every object
+   * listed, deleted or not (5,000 deleted ManagedClusters kept 34 MB alive).
+   */
+  async #relist(): Promise<'listed' | 'absent'> {
+    const listed = await this.#listAll();
+    if (this.#stop.signal.aborted) return 'listed';
+    if (listed === 'absent') {
+      this.#absent = true;
+      this.#replace([]);
+      this.#markSynced();
+      return 'absent';
+    }
+    this.#absent = false;
+    this.#replace(listed.items);
+    this.#resourceVersion = listed.resourceVersion;
+    this.#markSynced();
+    return 'listed';
   }
 
   #markSynced(): void {
