@@ -6,7 +6,7 @@
 #   node /app/agent/main.ts             the agent (managed clusters)
 # Node 24 runs the TypeScript sources directly (type stripping): nothing is compiled, and the image
 # holds the sources, production dependencies and Node's compile cache, which keeps the agent under its
-# memory budget (docs/benchmarks.md, "Agent footprint").
+# memory budget (docs/benchmarks-log.md, "Agent footprint").
 #
 # Build (see docs/image.md):
 #   docker build -t ghcr.io/oam-dev/cluster-gateway-ts:$(node -p "require('./package.json').version") .

@@ -8,32 +8,11 @@
  * heartbeat Lease, and update keeps a concurrent writer from being
  * silently overwritten.
  */
-import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
+import type { KubeClient } from '../shared/kube/client.ts';
+import type { Lease, OwnerReference } from '../shared/kube/lease.ts';
 import { StatusError } from '../shared/kube/status.ts';
 
-export interface Lease extends KubeObject {
-  metadata: {
-    name: string;
-    namespace: string;
-    resourceVersion?: string;
-    ownerReferences?: OwnerReference[];
-    [key: string]: unknown;
-  };
-  spec?: {
-    holderIdentity?: string;
-    leaseDurationSeconds?: number;
-    acquireTime?: string;
-    renewTime?: string;
-    [key: string]: unknown;
-  };
-}
-
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-}
+export type { Lease, OwnerReference } from '../shared/kube/lease.ts';
 
 /** RFC 3339 with microseconds, as metav1.MicroTime serializes: 2026-08-11T10:00:00.123456Z. */
 export function microTime(epochMicros: number): string {

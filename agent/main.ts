@@ -6,19 +6,19 @@
  *
  * Memory matters here (it runs on every managed cluster, often on edge
  * nodes): nothing below may import @kubernetes/client-node or prom-client
- * (docs/benchmarks.md has the figures).
+ * (docs/benchmarks-log.md, "Agent footprint", has the figures).
  */
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import pino from 'pino';
 import { optionsOrExit } from '../shared/cli-flags.ts';
+import { type Connection, loadInCluster, loadKubeconfig } from './connection/kubeconfig.ts';
+import { ReloadingClient } from './connection/reloading-client.ts';
 import { createAgentServer } from './http.ts';
 import { HubCredentialWriter } from './hub-credential.ts';
-import { type Connection, loadInCluster, loadKubeconfig } from './kubeconfig.ts';
 import { AgentMetrics } from './metrics.ts';
 import { type AgentOptions, helpText, parseOptions } from './options.ts';
-import { ReloadingClient } from './reloading-client.ts';
 import { Renewer } from './renewer.ts';
 import { serviceAccountOwner } from './service-account.ts';
 import { ImpersonatingServer } from './tunnel/impersonation.ts';
@@ -92,7 +92,7 @@ const renewer = new Renewer({
 
 // The reverse tunnel (agent/tunnel). Imported statically although it can be turned off: the image
 // warms Node's compile cache with `--help`, which a dynamic import would miss, and a module stripped
-// at run time keeps Node's TypeScript stripper in memory (about 22 MB, docs/benchmarks.md); node:http2
+// at run time keeps Node's TypeScript stripper in memory (about 22 MB, docs/benchmarks-log.md); node:http2
 // itself costs about 4 MB.
 /** The hub connection, or with --tunnel-server the same identity aimed straight at the gateway. */
 function tunnelConnection(hubConnection: Connection): Connection {

@@ -6,6 +6,7 @@ import {
   type Environment,
   OptionsError,
   parseOptions,
+  renderAgentArgs,
 } from './options.ts';
 
 const none: Environment = { env: {}, readFile: () => undefined };
@@ -97,4 +98,25 @@ test('bad input names the flag and what to fix', () => {
 
 test('--help', () => {
   assert.equal(parseOptions(['--help'], none), 'help');
+});
+
+test('renderAgentArgs writes what parseOptions reads; a flag the agent lacks does not compile', () => {
+  const args = renderAgentArgs({
+    'cluster-name': 'c1',
+    port: 8081,
+    tunnel: false,
+    'trust-model': 'no-credential',
+    'hub-credential-namespace': 'creds',
+  });
+  assert.deepEqual(args, [
+    '--cluster-name=c1',
+    '--port=8081',
+    '--tunnel=false',
+    '--trust-model=no-credential',
+    '--hub-credential-namespace=creds',
+  ]);
+  const o = parseOptions(args, none) as { port: number; tunnel: boolean; trustModel: string };
+  assert.deepEqual([o.port, o.tunnel, o.trustModel], [8081, false, 'no-credential']);
+  // @ts-expect-error: misspelt.
+  assert.throws(() => renderAgentArgs({ 'cluster-nmae': 'c1' }), /--cluster-nmae is not a flag/);
 });

@@ -1,9 +1,20 @@
 /**
  * Command-line flags of the addon agent (one process per managed cluster).
- * The manager renders the agent Deployment's args from these names
- * (manager/addon/deploy), so renaming one is a breaking change for both.
+ * The manager renders the agent Deployment's args through this table
+ * (renderAgentArgs, manager/addon/deploy/agent-manifests.ts): renaming or
+ * removing a flag the manager sets is a compile error there. So this file
+ * imports nothing but the flag machinery: the manager loads it.
  */
-import { bool, flagHelpLines, integer, logLevel, OptionsError, parseFlags } from '../shared/cli-flags.ts';
+import {
+  bool,
+  type FlagInputs,
+  flagHelpLines,
+  integer,
+  logLevel,
+  OptionsError,
+  parseFlags,
+  renderFlags,
+} from '../shared/cli-flags.ts';
 
 export { OptionsError };
 
@@ -37,7 +48,7 @@ export interface AgentOptions {
    * hub-credential: relay TLS byte streams only (the hub holds the credential). no-credential: also
    * serve requests with the agent's own credential as the impersonated hub caller (docs/tunnel.md).
    */
-  trustModel: 'hub-credential' | 'no-credential';
+  trustModel: TrustModel;
   /** Write the cluster's credential Secret in this hub namespace (agent/hub-credential.ts); empty: none. */
   hubCredentialNamespace: string;
   /** hub-credential: the ServiceAccount (install namespace) whose tokens the hub gets. */
@@ -47,12 +58,16 @@ export interface AgentOptions {
   hubCredentialCheckSeconds: number;
 }
 
+/** --trust-model's values. */
+export const trustModels = ['hub-credential', 'no-credential'] as const;
+export type TrustModel = (typeof trustModels)[number];
+
 /** Where OCM's addon-framework and AddOnTemplate mount the registration Secret. */
 export const defaultHubKubeconfig = '/managed/hub-kubeconfig/kubeconfig';
 export const defaultInstallNamespace = 'open-cluster-management-agent-addon';
 const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
-const flags = {
+export const agentFlags = {
   'cluster-name': {
     type: 'string',
     help: 'the managed cluster name on the hub (required): the namespace of the hub heartbeat Lease',
@@ -140,12 +155,20 @@ const flags = {
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
+/** Values for the agent's flags, by name: a misspelt or removed flag does not compile. */
+export type AgentFlagValues = FlagInputs<typeof agentFlags>;
+
+/** The agent's arguments for `values`, `--name=value` each, in their order. */
+export function renderAgentArgs(values: AgentFlagValues): string[] {
+  return renderFlags(agentFlags, values);
+}
+
 export function helpText(): string {
   return [
     'Usage: node agent/main.ts --cluster-name=<cluster> [flags]',
     '',
     'Flags:',
-    ...flagHelpLines(flags, 24),
+    ...flagHelpLines(agentFlags, 24),
   ].join('\n');
 }
 
@@ -155,9 +178,9 @@ export interface Environment {
 }
 
 export function parseOptions(argv: string[], environment: Environment): AgentOptions | 'help' {
-  const values = parseFlags(flags, argv);
+  const values = parseFlags(agentFlags, argv);
   if (values.help) return 'help';
-  const str = (k: string) => values[k] as string | undefined;
+  const str = (k: Exclude<keyof typeof agentFlags, 'help'>): string | undefined => values[k];
   const clusterName = str('cluster-name');
   if (!clusterName) throw new OptionsError('--cluster-name is required: the managed cluster name on the hub');
   if (!isDnsLabel(clusterName)) {
@@ -181,8 +204,8 @@ export function parseOptions(argv: string[], environment: Environment): AgentOpt
     throw new OptionsError(`--tunnel-server: "${tunnelServer}" is not an https:// URL`);
   }
   const trustModel = str('trust-model') ?? 'hub-credential';
-  if (trustModel !== 'hub-credential' && trustModel !== 'no-credential') {
-    throw new OptionsError(`--trust-model: "${trustModel}" is not hub-credential or no-credential`);
+  if (!isTrustModel(trustModel)) {
+    throw new OptionsError(`--trust-model: "${trustModel}" is not ${trustModels.join(' or ')}`);
   }
   const hubCredentialNamespace = str('hub-credential-namespace') ?? '';
   if (hubCredentialNamespace && !isDnsLabel(hubCredentialNamespace)) {
@@ -244,7 +267,12 @@ function number(name: string, value: string | undefined, min: number, max: numbe
   return n;
 }
 
-function isDnsLabel(s: string): boolean {
+function isTrustModel(s: string): s is TrustModel {
+  return (trustModels as readonly string[]).includes(s);
+}
+
+/** A namespace name (DNS-1123 label), as --install-namespace and --hub-credential-namespace need. */
+export function isDnsLabel(s: string): boolean {
   return s.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(s);
 }
 

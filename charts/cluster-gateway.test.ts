@@ -290,6 +290,7 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
     ).rules;
     const granted = gatewayRbac(
       gatewayNames('cg-system', 'cluster-gateway', 'open-cluster-management-credentials'),
+      {},
     );
     for (const obj of granted) {
       if (obj.kind === 'ClusterRoleBinding' || obj.kind === 'RoleBinding') {

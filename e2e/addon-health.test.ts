@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { waitFor } from '../hack/localenv/wait.ts';
-import { webhookPath } from '../manager/addon/health/lease-not-found-webhook.ts';
+import { webhookPath } from '../manager/addon/availability/lease-not-found-webhook.ts';
 import { KubeClient } from '../shared/kube/client.ts';
 import { startAddonManager } from './support/addon-manager.ts';
 import { environmentState, hubClient } from './support/environment.ts';

@@ -63,6 +63,7 @@ interface Seen {
   at: number;
   cluster: string;
   event: 'ADDED' | 'MODIFIED' | 'DELETED';
+  resourceVersion?: string;
   mode?: string;
   available?: Cond;
 }
@@ -95,6 +96,9 @@ function record(client: KubeClient) {
             at: Date.now(),
             cluster: ev.object.metadata.namespace,
             event: ev.type,
+            ...(ev.object.metadata.resourceVersion
+              ? { resourceVersion: ev.object.metadata.resourceVersion }
+              : {}),
             ...(ev.object.status?.healthCheck?.mode ? { mode: ev.object.status.healthCheck.mode } : {}),
             ...(available ? { available } : {}),
           });
@@ -111,6 +115,16 @@ function record(client: KubeClient) {
     marks.push({ at, label });
     return at;
   };
+  /**
+   * Resolves once the recorder has seen `cluster`'s addon at `resourceVersion` (a state the test read
+   * itself), and so every change before it: one watch delivers the changes of every namespace in order.
+   */
+  const waitSeen = (cluster: string, resourceVersion: string, timeoutMs = 10_000) =>
+    waitFor(
+      `the recorder to see ${cluster}'s addon at resourceVersion ${resourceVersion}`,
+      () => seen.some((s) => s.cluster === cluster && s.resourceVersion === resourceVersion),
+      { timeoutMs, intervalMs: 20 },
+    );
   /** What `cluster` showed in [from, to): its events, in order. */
   const between = (cluster: string, from: number, to = Number.POSITIVE_INFINITY) =>
     seen.filter((s) => s.cluster === cluster && s.at >= from && s.at < to);
@@ -137,6 +151,7 @@ function record(client: KubeClient) {
   return {
     seen,
     mark,
+    waitSeen,
     between,
     timeline,
     stop: async () => {
@@ -159,6 +174,11 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
 
   const get = (c: string) => hub.getOptional<Mca>(mcaPath(c));
   const availableOf = (obj: Mca | undefined) => obj?.status?.conditions?.find((c) => c.type === 'Available');
+  /**
+   * Polls `c`'s addon until `want` holds, and returns when it was read so. It returns only once the
+   * recorder has seen that same state too (its resourceVersion): a window of the recorder's events that
+   * ends at a mark taken afterwards holds what this wait observed, however late the watch delivers it.
+   */
   const waitAvailable = async (
     c: string,
     want: (a: Cond, obj: Mca) => boolean,
@@ -166,14 +186,17 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     timeoutMs = 30_000,
   ): Promise<number> => {
     let last: Cond | undefined;
+    let observed: { at: number; resourceVersion: string };
     try {
-      return await waitFor(
+      observed = await waitFor(
         `${c}: ${what}`,
         async () => {
           const obj = await get(c);
           const a = availableOf(obj);
           last = a;
-          return obj && a && want(a, obj) ? Date.now() : undefined;
+          return obj && a && want(a, obj)
+            ? { at: Date.now(), resourceVersion: obj.metadata.resourceVersion ?? '' }
+            : undefined;
         },
         { timeoutMs, intervalMs: 100 },
       );
@@ -182,6 +205,8 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
       const seen = last ? `${last.status}/${last.reason}: ${last.message}` : 'no Available';
       throw new Error(`${(err as Error).message}; it showed ${seen}`);
     }
+    await recorder.waitSeen(c, observed.resourceVersion);
+    return observed.at;
   };
   const agentAvailable = (a: Cond, obj: Mca) =>
     a.status === 'True' && a.reason === 'AgentAvailable' && obj.status?.healthCheck?.mode === 'Customized';
@@ -313,6 +338,8 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
       durations.push(seconds(Date.now() - cycleStart));
       if (i === 0) console.log(`[lifecycle] cycle 1: re-enable -> True ${seconds(Date.now() - enabledAt)} s`);
     }
+    // The last cycle's wait returned once the recorder had seen its Available True: nothing asserted below
+    // can arrive after this mark.
     const to = recorder.mark('cycles done');
     const csrs = await hub.list(
       `/apis/certificates.k8s.io/v1/certificatesigningrequests?labelSelector=${encodeURIComponent(

@@ -110,3 +110,41 @@ test('watch streams clusters as their Secrets come and go', async () => {
     await watching;
   }
 });
+
+test('?watch=True through the aggregator is a watch stream, as the hub and the gateway authorized it', async () => {
+  // Go reads every value but "false" and "0" (any case) as a watch: the hub's
+  // apiserver treats this request as a long-running watch, and the gateway
+  // authorizes a watch, so it must serve one, not a ClusterGatewayList.
+  const abort = new AbortController();
+  const res = await hub.send('GET', '/apis/cluster.core.oam.dev/v1alpha1/clustergateways?watch=True', {
+    signal: abort.signal,
+  });
+  try {
+    assert.equal(res.statusCode, 200);
+    res.setEncoding('utf8');
+    let text = '';
+    for await (const chunk of res) {
+      text += chunk;
+      if (text.includes('\n')) break;
+    }
+    assert.ok(text.includes('\n'), `a line per watch event, got ${text.slice(0, 200)}`);
+    assert.equal(res.headers['transfer-encoding'], 'chunked', 'a stream, not a complete body');
+    const first = JSON.parse(text.slice(0, text.indexOf('\n'))) as {
+      type: string;
+      object: { kind: string; metadata: { name: string } };
+    };
+    assert.equal(first.type, 'ADDED');
+    assert.equal(first.object.kind, 'ClusterGateway');
+  } finally {
+    abort.abort();
+    res.destroy();
+  }
+  // "false" in any case and "0" are a list, on the same path.
+  for (const value of ['FALSE', '0']) {
+    const list = await hub.request<{ kind: string }>(
+      'GET',
+      `/apis/cluster.core.oam.dev/v1alpha1/clustergateways?watch=${value}`,
+    );
+    assert.equal(list.kind, 'ClusterGatewayList', `watch=${value}`);
+  }
+});

@@ -145,7 +145,7 @@ test('the gateway refuses a Transfer-Encoding it cannot forward faithfully with 
   assert.match(answer, /"kind":"Status".*unsupported Transfer-Encoding/s);
 });
 
-// The gateway talks HTTP/2 to cluster1 (proxy/http2-sessions.ts), where these fields are forbidden
+// The gateway talks HTTP/2 to cluster1 (shared/transport/http2-sessions.ts), where these fields are forbidden
 // (RFC 9113 §8.2.2): forwarded, Node would refuse the whole header block, and before they were dropped a
 // caller could make the gateway throw with one header. Each is dropped; the request is served.
 for (const via of ['gateway', 'aggregator'] as const) {

@@ -15,7 +15,7 @@ import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { loadKubeconfig } from '../agent/kubeconfig.ts';
+import { loadKubeconfig } from '../agent/connection/kubeconfig.ts';
 import { AttachRefusedError, requestAttach } from '../agent/tunnel/attach-request.ts';
 import { TunnelMetrics } from '../agent/tunnel/metrics.ts';
 import { Relay } from '../agent/tunnel/relay.ts';

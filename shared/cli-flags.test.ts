@@ -1,7 +1,18 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
-import { bool, flagHelpLines, integer, logLevel, OptionsError, parseFlags } from './cli-flags.ts';
+import {
+  bool,
+  containerEnv,
+  expandContainerEnv,
+  flagHelpLines,
+  integer,
+  logLevel,
+  OptionsError,
+  parseFlags,
+  renderFlags,
+  unknownFlag,
+} from './cli-flags.ts';
 
 const flags = {
   verbose: { type: 'string', default: 'false', help: 'a true/false flag' },
@@ -30,6 +41,78 @@ describe('parseFlags', () => {
     );
     assert.throws(() => parseFlags(flags, ['extra']), /--help/);
   });
+});
+
+describe('renderFlags', () => {
+  test("one --name=value per flag, in the values' order; undefined ones left out", () => {
+    assert.deepEqual(renderFlags(flags, { port: 8080, name: 'a b', verbose: undefined }), [
+      '--port=8080',
+      '--name=a b',
+    ]);
+  });
+
+  test('true/false flags take booleans; a boolean flag is bare when true, absent when false', () => {
+    assert.deepEqual(renderFlags(flags, { verbose: false }), ['--verbose=false']);
+    assert.deepEqual(renderFlags(flags, { verbose: 'true' }), ['--verbose=true']);
+    const withSwitch = { ...flags, dry: { type: 'boolean', default: false, help: 'a switch' } } as const;
+    assert.deepEqual(renderFlags(withSwitch, { dry: true }), ['--dry']);
+    assert.deepEqual(renderFlags(withSwitch, { dry: false }), []);
+  });
+
+  test('what it renders, the same table parses back', () => {
+    const args = renderFlags(flags, { verbose: true, name: '--not-a-flag', port: 0 });
+    assert.deepEqual(
+      { ...parseFlags(flags, args) },
+      {
+        verbose: 'true',
+        name: '--not-a-flag',
+        port: '0',
+        help: false,
+      },
+    );
+  });
+
+  test('a flag the table lacks does not compile, and throws if it gets through', () => {
+    // @ts-expect-error: misspelt.
+    assert.throws(() => renderFlags(flags, { prot: 1 }), /--prot is not a flag/);
+    // @ts-expect-error: --help is not for another program to set.
+    assert.throws(() => renderFlags(flags, { help: true }), /--help is not a flag/);
+    // @ts-expect-error: a true/false flag takes no other word.
+    renderFlags(flags, { verbose: 'yes' });
+  });
+
+  test('$(VAR) is written as it is, for the kubelet to expand from the container env', () => {
+    const args = renderFlags(flags, { name: `${containerEnv('POD_IP')}:9444` });
+    assert.deepEqual(args, ['--name=$(POD_IP):9444']);
+    assert.deepEqual(expandContainerEnv([...args, '--x=$$(POD_IP) $(UNSET)'], { POD_IP: '10.0.0.1' }), [
+      '--name=10.0.0.1:9444',
+      '--x=$(POD_IP) $(UNSET)',
+    ]);
+  });
+});
+
+describe('unknownFlag', () => {
+  test('names the first flag the table lacks, with the closest known one when it looks like a typo', () => {
+    assert.deepEqual(unknownFlag(flags, ['--port=1', '--verbsoe']), {
+      flag: '--verbsoe',
+      suggestion: '--verbose',
+    });
+    assert.deepEqual(unknownFlag(flags, ['--prot=1']), { flag: '--prot', suggestion: '--port' });
+    assert.deepEqual(unknownFlag(flags, ['--listen-address=x']), { flag: '--listen-address' });
+    assert.deepEqual(unknownFlag(flags, ['-p']), { flag: '-p' }, 'no short flags');
+  });
+
+  test('known flags pass, with the value of a string flag given apart', () => {
+    assert.equal(unknownFlag(flags, ['--name', '--nope', '--verbose', '--port=1']), undefined);
+    assert.equal(unknownFlag(flags, []), undefined);
+  });
+});
+
+test('parseFlags ends its message with the hint given', () => {
+  assert.throws(
+    () => parseFlags(flags, ['--name'], '(see the other program)'),
+    (e: Error) => /argument missing\n\(see the other program\)$/.test(e.message),
+  );
 });
 
 test('help lines align at the given column and show non-empty string defaults', () => {

@@ -12,7 +12,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { attachPath, tunnelUpgradeProtocol } from '../../shared/tunnel/protocol.ts';
-import type { Connection } from '../kubeconfig.ts';
+import type { Connection } from '../connection/kubeconfig.ts';
 
 /** The hub or the gateway answered, but not with a 101. */
 export class AttachRefusedError extends Error {

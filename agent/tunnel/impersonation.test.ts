@@ -1,52 +1,30 @@
+/**
+ * The agent's side of the no-credential trust model alone: requests arrive on a connection handed to
+ * serve(), as the gateway's `impersonate` streams do (the whole path, gateway and tunnel included, is
+ * manager/gateway/tunnel/no-credential.test.ts).
+ */
 import assert from 'node:assert/strict';
 import type http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import type { UserInfo } from '../../manager/gateway/auth/user.ts';
-import type { ClusterTarget, TunnelEndpoint } from '../../manager/gateway/clusters/cluster.ts';
-import { type ClusterProxy, createClusterProxy } from '../../manager/gateway/proxy/cluster-proxy.ts';
-import {
-  clusterTarget,
-  eventually,
-  headerValues,
-  PROXY_PREFIX,
-  send,
-  startFront,
-  startUpstream,
-  type TestServer,
-  testPki,
-} from '../../manager/gateway/proxy/test-kit.ts';
-import { agentUser, startTestGateway, type TestGateway } from '../../manager/gateway/tunnel/test-kit.ts';
-import type { Connection } from '../kubeconfig.ts';
-import { ImpersonatingServer, impersonatedIdentity } from './impersonation.ts';
-import { TunnelMetrics } from './metrics.ts';
-import { TunnelClient } from './tunnel-client.ts';
+import { headerValues, send, upgradeAndEcho } from '../../shared/forward/test-kit.ts';
+import { listen, startUpstream, type TestServer, testPki } from '../../shared/transport/test-kit.ts';
+import { ImpersonatingServer, spokeTarget } from './impersonation.ts';
 
-const quietLog = { debug() {}, info() {}, warn() {} };
+const quietLog = { debug() {}, warn() {} };
 
-describe('no-credential trust model: the agent serves impersonation streams with its own token', {
-  timeout: 20_000,
-}, () => {
+describe('the agent serves impersonation streams with its own token', { timeout: 20_000 }, () => {
   let upstream: TestServer;
-  let gateway: TestGateway;
-  let front: TestServer;
-  let proxy: ClusterProxy;
+  /** Stands in for the tunnel: every connection it accepts is served as one `impersonate` stream. */
+  let streams: TestServer;
+  let impersonation: ImpersonatingServer;
   let seen: http.IncomingMessage[] = [];
   let agentToken = 'agent-token-1';
-  const metrics = { withImpersonation: new TunnelMetrics(), without: new TunnelMetrics() };
-  const stops: AbortController[] = [];
-  const loops: Promise<void>[] = [];
-  /** The caller the gateway authenticated, from a test header (routes.ts does this for real). */
-  const caller = (req: http.IncomingMessage): UserInfo | undefined =>
-    req.headers['x-test-caller']
-      ? { name: String(req.headers['x-test-caller']), groups: ['dev', 'system:authenticated'], extra: {} }
-      : undefined;
-
-  let caPem = '';
+  const results: string[] = [];
 
   before(async () => {
-    caPem = (await testPki()).ca;
+    const { ca } = await testPki();
     upstream = await startUpstream((req, res) => {
       seen.push(req);
       res.end(`hello ${req.headers['impersonate-user'] ?? 'nobody'}`);
@@ -56,76 +34,44 @@ describe('no-credential trust model: the agent serves impersonation streams with
       socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n');
       socket.pipe(socket);
     });
-    gateway = await startTestGateway();
-    // The agent's hub connection in the test kit authenticates with a header; inject it.
-    const connection = await gateway.connection(agentUser('c1'));
-    const other = await gateway.connection(agentUser('c2'));
-    const withUser = (c: Connection) => () => c;
-    startAgentWith('c1', true, metrics.withImpersonation, withUser(connection));
-    startAgentWith('c2', false, metrics.without, withUser(other));
-    await eventually(() => gateway.endpoints.has('c1') && gateway.endpoints.has('c2'), 5000);
-    proxy = createClusterProxy();
-    const targetOf = (name: string): ClusterTarget | undefined => {
-      const endpoint = gateway.endpoints.get(name);
-      if (!endpoint) return undefined;
-      const noCredential: TunnelEndpoint = { ...endpoint, trustModel: 'no-credential' };
-      return { ...clusterTarget(name, noCredential), credential: undefined, connectionKey: `${name}-nc` };
-    };
-    front = await startFront(proxy, targetOf, caller);
+    impersonation = new ImpersonatingServer({
+      cluster: 'c1',
+      spoke: () => ({
+        server: `https://127.0.0.1:${upstream.port}`,
+        options: { ca },
+        fingerprint: agentToken,
+        token: agentToken,
+      }),
+      log: quietLog,
+      reloadMs: 50,
+      onRequest: (result) => results.push(result),
+    });
+    const server = net.createServer((socket) => impersonation.serve(socket));
+    streams = await listen(server as unknown as http.Server);
   });
 
-  function startAgentWith(cluster: string, impersonation: boolean, m: TunnelMetrics, hub: () => Connection) {
-    const stop = new AbortController();
-    stops.push(stop);
-    loops.push(
-      new TunnelClient({
-        cluster,
-        loadHub: hub,
-        target: () => ({ host: '127.0.0.1', port: upstream.port }),
-        metrics: m,
-        log: quietLog,
-        drainGraceMs: 200,
-        ...(impersonation
-          ? {
-              impersonation: new ImpersonatingServer({
-                cluster,
-                spoke: () => ({
-                  server: `https://127.0.0.1:${upstream.port}`,
-                  options: { ca: caPem },
-                  fingerprint: agentToken,
-                  token: agentToken,
-                }),
-                log: quietLog,
-                reloadMs: 50,
-                onRequest: (result) => m.impersonated(result),
-              }),
-            }
-          : {}),
-      }).run(stop.signal),
-    );
-  }
-
   after(async () => {
-    await front?.close();
-    proxy?.close();
-    for (const stop of stops) stop.abort();
-    await Promise.all(loops);
-    await gateway?.close();
+    impersonation?.close();
+    await streams?.close();
     await upstream?.close();
   });
 
-  it('forwards as the caller, with its own token; the caller cannot assert an identity or a credential', async () => {
+  it('forwards as the caller, with its own token; the caller cannot assert a credential or extras', async () => {
     seen = [];
-    const reply = await send(front.port, `${PROXY_PREFIX}c1/proxy/api/v1/namespaces?limit=1`, {
+    const reply = await send(streams.port, '/api/v1/namespaces?limit=1', {
       headers: [
-        'X-Test-Caller',
-        'alice',
-        'Authorization',
-        'Bearer callers-own',
         'Impersonate-User',
-        'system:admin',
+        'alice',
+        'Impersonate-Group',
+        'dev',
+        'Impersonate-Group',
+        'system:authenticated',
         'Impersonate-Extra-Scopes',
         'all',
+        'Authorization',
+        'Bearer callers-own',
+        'X-Remote-User',
+        'mallory',
       ],
     });
     assert.equal(reply.status, 200, reply.body);
@@ -136,91 +82,61 @@ describe('no-credential trust model: the agent serves impersonation streams with
     assert.deepEqual(headerValues(req.rawHeaders, 'impersonate-user'), ['alice']);
     assert.deepEqual(headerValues(req.rawHeaders, 'impersonate-group'), ['dev', 'system:authenticated']);
     assert.deepEqual(headerValues(req.rawHeaders, 'impersonate-extra-scopes'), []);
-    assert.equal(metrics.withImpersonation.render().match(/result="forwarded"} (\d+)/)?.[1], '1');
+    assert.deepEqual(headerValues(req.rawHeaders, 'x-remote-user'), []);
+    assert.equal(results.at(-1), 'forwarded');
   });
 
   it('refuses a request without exactly one Impersonate-User, and never reaches the apiserver', async () => {
-    const endpoint = gateway.endpoints.get('c1')!;
     seen = [];
-    for (const identity of ['', 'Impersonate-User: a\r\nImpersonate-User: b\r\n']) {
-      const stream = await endpoint.dial('impersonate');
-      const response = await new Promise<string>((resolve) => {
-        let text = '';
-        stream.on('data', (c: Buffer) => {
-          text += c.toString();
-          if (text.includes('"kind":"Status"') && text.endsWith('}')) resolve(text);
-        });
-        stream.write(`GET /api HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer x\r\n${identity}\r\n`);
-      });
-      stream.destroy();
-      assert.match(response, /^HTTP\/1\.1 403 /);
-      assert.match(response, /exactly one Impersonate-User header is required/);
+    for (const identity of [[], ['Impersonate-User', 'a', 'Impersonate-User', 'b']]) {
+      const reply = await send(streams.port, '/api', { headers: ['Authorization', 'Bearer x', ...identity] });
+      assert.equal(reply.status, 403);
+      assert.match(JSON.parse(reply.body).message, /exactly one Impersonate-User header is required/);
     }
     assert.equal(seen.length, 0);
-    assert.equal(metrics.withImpersonation.render().match(/result="refused"} (\d+)/)?.[1], '2');
-  });
-
-  it('an agent of the hub-credential model refuses impersonation streams (the gateway gets a 503 that says why)', async () => {
-    await assert.rejects(
-      gateway.endpoints.get('c2')!.dial('impersonate'),
-      /refused the stream: this agent runs the hub-credential trust model/,
-    );
-    const reply = await send(front.port, `${PROXY_PREFIX}c2/proxy/api`, {
-      headers: ['X-Test-Caller', 'alice'],
-    });
-    assert.equal(reply.status, 503);
-    assert.match(JSON.parse(reply.body).message, /hub-credential trust model/);
+    assert.deepEqual(results.slice(-2), ['refused', 'refused']);
   });
 
   it('upgrades (exec, port-forward) run as the caller too', async () => {
     seen = [];
-    const client = net.connect(front.port, '127.0.0.1');
-    const chunks: Buffer[] = [];
-    client.on('data', (c: Buffer) => chunks.push(c));
-    client.write(
-      `POST ${PROXY_PREFIX}c1/proxy/api/v1/namespaces/d/pods/p/exec?command=ls HTTP/1.1\r\n` +
-        'Host: gw\r\nX-Test-Caller: bob\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nContent-Length: 0\r\n\r\n',
+    const received = await upgradeAndEcho(
+      streams.port,
+      'POST /api/v1/namespaces/d/pods/p/exec?command=ls HTTP/1.1\r\n' +
+        'Host: x\r\nImpersonate-User: bob\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nContent-Length: 0\r\n\r\n',
+      'through the agent',
     );
-    await eventually(() => Buffer.concat(chunks).includes('\r\n\r\n'), 3000);
-    client.write('through the agent');
-    await eventually(() => Buffer.concat(chunks).toString().endsWith('through the agent'), 3000);
-    assert.match(Buffer.concat(chunks).toString(), /^HTTP\/1\.1 101 /);
+    assert.match(received, /^HTTP\/1\.1 101 /);
     assert.deepEqual(headerValues(seen[0]!.rawHeaders, 'impersonate-user'), ['bob']);
     assert.deepEqual(headerValues(seen[0]!.rawHeaders, 'authorization'), ['Bearer agent-token-1']);
-    client.destroy();
   });
 
   it("follows the agent's rotated token", async () => {
     agentToken = 'agent-token-2';
     await new Promise((r) => setTimeout(r, 60));
     seen = [];
-    const reply = await send(front.port, `${PROXY_PREFIX}c1/proxy/version`, {
-      headers: ['X-Test-Caller', 'alice'],
-    });
+    const reply = await send(streams.port, '/version', { headers: ['Impersonate-User', 'alice'] });
     assert.equal(reply.status, 200);
     assert.deepEqual(headerValues(seen[0]!.rawHeaders, 'authorization'), ['Bearer agent-token-2']);
   });
 });
 
-describe('impersonatedIdentity', () => {
-  it('reads user, uid and groups; ignores extras; refuses none or several users', () => {
-    assert.deepEqual(
-      impersonatedIdentity([
-        'Impersonate-User',
-        'alice',
-        'impersonate-group',
-        'a',
-        'Impersonate-Uid',
-        'u-1',
-        'Impersonate-Group',
-        'b',
-        'Impersonate-Extra-Scopes',
-        'x',
-      ]),
-      { name: 'alice', uid: 'u-1', groups: ['a', 'b'], extra: {} },
+describe('spokeTarget', () => {
+  it("builds the transport target from the agent's own connection", () => {
+    const target = spokeTarget('c1', {
+      server: 'https://10.0.0.1:6443',
+      options: { ca: 'CA', rejectUnauthorized: false },
+      fingerprint: 'f',
+      token: 't',
+    });
+    assert.deepEqual(target, {
+      name: 'c1',
+      key: 'f',
+      endpoint: { kind: 'direct', url: 'https://10.0.0.1:6443', caBundle: 'CA', insecure: true },
+      credential: { token: 't' },
+    });
+    assert.equal(
+      spokeTarget('c1', { server: 'https://h', options: {}, fingerprint: 'f' }),
+      'the agent has no credential of its own for its kube-apiserver',
     );
-    assert.equal(impersonatedIdentity(['Impersonate-Group', 'a']), undefined);
-    assert.equal(impersonatedIdentity(['Impersonate-User', '']), undefined);
-    assert.equal(impersonatedIdentity(['Impersonate-User', 'a', 'Impersonate-User', 'b']), undefined);
   });
 });

@@ -2,7 +2,7 @@
  * The no-credential trust model, agent side: the hub holds no credential for this cluster, so the
  * gateway sends plain HTTP on `impersonate` streams (shared/tunnel/protocol.ts) and the agent
  * forwards each request to its own kube-apiserver with its own ServiceAccount token, as the hub
- * caller: Impersonate-User, -Uid and -Group as the gateway set them. The managed cluster then
+ * caller the gateway asserted (shared/tunnel/identity.ts decodes it). The managed cluster then
  * authorizes the caller with its own RBAC; the agent's ServiceAccount may only impersonate
  * (manager/addon/deploy/agent-manifests.ts).
  *
@@ -10,24 +10,27 @@
  * - the only way in is a stream the gateway opened through the tunnel, which the agent dialled to
  *   the hub with its own credential and the gateway authenticated and bound to this cluster; the
  *   agent listens on no port for it;
- * - a request without Impersonate-User is refused: the agent never lends its own identity;
- * - the request's Authorization and every other Impersonate-* or X-Remote-* header are dropped and
- *   rebuilt (the gateway's proxy code does it: manager/gateway/proxy/headers.ts), so nothing the
- *   caller wrote reaches the apiserver as an identity claim. Impersonate-Extra-* is not passed: the
- *   agent's RBAC does not grant `impersonate userextras` (extras are hub-specific claims).
+ * - a request without exactly one Impersonate-User is refused: the agent never lends its own identity;
+ * - the request's Authorization and every Impersonate-* or X-Remote-* header are dropped, and the
+ *   decoded identity written again (the shared forwarder does it: shared/forward/headers.ts), so
+ *   nothing the caller wrote reaches the apiserver as an identity claim. Impersonate-Extra-* is not
+ *   passed: the agent's RBAC does not grant `impersonate userextras` (extras are hub-specific claims).
  *
- * The forwarding itself is the gateway's proxy (streaming, watches, exec and port-forward upgrades
- * over WebSocket and SPDY, framing checks), aimed at this cluster's apiserver and nowhere else.
+ * The forwarding itself is the gateway's (shared/forward: streaming, watches, exec and port-forward
+ * upgrades over WebSocket and SPDY, framing checks) over the connection layer (shared/transport),
+ * aimed at this cluster's apiserver and nowhere else.
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { UserInfo } from '../../manager/gateway/auth/user.ts';
-import type { ClusterTarget, Credential } from '../../manager/gateway/clusters/cluster.ts';
-import { type ClusterProxy, createClusterProxy } from '../../manager/gateway/proxy/cluster-proxy.ts';
-import { writeStatus, writeStatusToSocket } from '../../manager/gateway/proxy/reply.ts';
+import { createForwarder, type Forwarder } from '../../shared/forward/forwarder.ts';
+import { writeStatus, writeStatusToSocket } from '../../shared/forward/reply.ts';
+import type { UserInfo } from '../../shared/identity/user.ts';
 import { failureStatus, type KubeStatus } from '../../shared/kube/status.ts';
+import { type ConnectionPools, createConnectionPools } from '../../shared/transport/pool.ts';
+import type { TransportCredential, TransportTarget } from '../../shared/transport/target.ts';
+import { decodeTunnelIdentity } from '../../shared/tunnel/identity.ts';
 import { asSocket } from '../../shared/tunnel/protocol.ts';
-import type { Connection } from '../kubeconfig.ts';
+import type { Connection } from '../connection/kubeconfig.ts';
 
 export interface ImpersonationOptions {
   /** This cluster's name on the hub, for the messages the caller sees. */
@@ -41,62 +44,39 @@ export interface ImpersonationOptions {
   onRequest?: (result: 'forwarded' | 'refused' | 'error') => void;
 }
 
-/** The caller the gateway asserted, from its Impersonate-* headers; undefined without Impersonate-User. */
-export function impersonatedIdentity(raw: readonly string[]): UserInfo | undefined {
-  let name: string | undefined;
-  let uid: string | undefined;
-  let users = 0;
-  const groups: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const header = raw[i]!.toLowerCase();
-    if (header === 'impersonate-user') {
-      users++;
-      name = raw[i + 1];
-    } else if (header === 'impersonate-uid') uid = raw[i + 1];
-    else if (header === 'impersonate-group') groups.push(raw[i + 1]!);
-  }
-  // Several users is not something the gateway writes: refuse rather than pick one.
-  if (users !== 1 || !name) return undefined;
-  return { name, groups, extra: {}, ...(uid ? { uid } : {}) };
-}
-
-/** The apiserver as the proxy sees a cluster: this agent's connection, its own token. */
-export function spokeTarget(cluster: string, connection: Connection): ClusterTarget | string {
+/** The apiserver as the connection layer sees it: this agent's connection, its own credential. */
+export function spokeTarget(cluster: string, connection: Connection): TransportTarget | string {
   const o = connection.options;
-  let credential: Credential | undefined;
-  if (connection.token) credential = { type: 'ServiceAccountToken', token: connection.token };
+  let credential: TransportCredential | undefined;
+  if (connection.token) credential = { token: connection.token };
   else if (typeof o.cert === 'string' && typeof o.key === 'string') {
-    credential = { type: 'X509Certificate', certificate: o.cert, privateKey: o.key };
+    credential = { certificate: o.cert, privateKey: o.key };
   }
   if (!credential) return 'the agent has no credential of its own for its kube-apiserver';
   return {
     name: cluster,
-    labels: {},
-    annotations: {},
-    creationTimestamp: '',
-    resourceVersion: '0',
+    // The pool is rebuilt when any credential file changes.
+    key: connection.fingerprint,
     endpoint: {
-      type: 'Const',
-      address: connection.server,
+      kind: 'direct',
+      url: connection.server,
       ...(typeof o.ca === 'string' ? { caBundle: o.ca } : {}),
       insecure: o.rejectUnauthorized === false,
     },
     credential,
-    health: { healthy: true },
-    // The pool is rebuilt when any credential file changes.
-    connectionKey: connection.fingerprint,
   };
 }
 
 export class ImpersonatingServer {
   readonly #o: ImpersonationOptions;
   readonly #server: http.Server;
-  readonly #proxy: ClusterProxy;
-  #target: { value: ClusterTarget | string; readAt: number } | undefined;
+  readonly #pools: ConnectionPools = createConnectionPools();
+  readonly #forwarder: Forwarder;
+  #target: { value: TransportTarget | string; readAt: number } | undefined;
 
   constructor(options: ImpersonationOptions) {
     this.#o = options;
-    this.#proxy = createClusterProxy({ logger: options.log });
+    this.#forwarder = createForwarder({ logger: options.log });
     // Never listens: connections come only from serve(), i.e. from streams of the gateway's tunnel.
     this.#server = http.createServer({
       // The gateway holds requests open (watches, logs -f) and keeps idle connections 30 s.
@@ -114,14 +94,14 @@ export class ImpersonatingServer {
   }
 
   close(): void {
-    this.#proxy.close();
+    this.#pools.close();
   }
 
-  #currentTarget(): ClusterTarget | string {
+  #currentTarget(): TransportTarget | string {
     const now = Date.now();
     const cached = this.#target;
     if (cached && now - cached.readAt < (this.#o.reloadMs ?? 10_000)) return cached.value;
-    let value: ClusterTarget | string;
+    let value: TransportTarget | string;
     try {
       value = spokeTarget(this.#o.cluster, this.#o.spoke());
     } catch (err) {
@@ -133,9 +113,9 @@ export class ImpersonatingServer {
     return value;
   }
 
-  #decide(req: http.IncomingMessage): { target: ClusterTarget; identity: UserInfo } | KubeStatus {
-    const identity = impersonatedIdentity(req.rawHeaders);
-    if (!identity) {
+  #decide(req: http.IncomingMessage): { target: TransportTarget; identity: UserInfo } | KubeStatus {
+    const identity = decodeTunnelIdentity(req.rawHeaders);
+    if ('refusal' in identity) {
       this.#o.onRequest?.('refused');
       this.#o.log.warn(
         { method: req.method },
@@ -143,7 +123,7 @@ export class ImpersonatingServer {
       );
       return failureStatus(
         403,
-        'the cluster agent forwards requests only as an impersonated hub user (no-credential trust model): exactly one Impersonate-User header is required',
+        `the cluster agent forwards requests only as an impersonated hub user (no-credential trust model): ${identity.refusal}`,
       );
     }
     const target = this.#currentTarget();
@@ -158,12 +138,22 @@ export class ImpersonatingServer {
   #onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     const decision = this.#decide(req);
     if ('kind' in decision) return void writeStatus(res, decision);
-    this.#proxy.handleRequest(req, res, decision.target, req.url ?? '/', decision.identity);
+    const { target, identity } = decision;
+    this.#forwarder.request(req, res, target.name, this.#pools.get(target), req.url ?? '/', identity);
   }
 
   #onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
     const decision = this.#decide(req);
     if ('kind' in decision) return void writeStatusToSocket(socket, decision);
-    this.#proxy.handleUpgrade(req, socket, head, decision.target, req.url ?? '/', decision.identity);
+    const { target, identity } = decision;
+    this.#forwarder.upgrade(
+      req,
+      socket,
+      target.name,
+      this.#pools.get(target),
+      req.url ?? '/',
+      head,
+      identity,
+    );
   }
 }

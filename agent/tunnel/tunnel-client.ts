@@ -12,7 +12,7 @@
  * - stop: GOAWAY to the gateway, open streams get a grace period.
  */
 import { X509Certificate } from 'node:crypto';
-import { type Connection, KubeconfigError } from '../kubeconfig.ts';
+import { type Connection, KubeconfigError } from '../connection/kubeconfig.ts';
 import { AttachRefusedError, requestAttach } from './attach-request.ts';
 import { Backoff, type BackoffOptions, defaultBackoff, sleep } from './backoff.ts';
 import type { TunnelFailure, TunnelMetrics } from './metrics.ts';

@@ -2,10 +2,10 @@
  * What one health probe of an idle cluster costs the gateway in CPU (`npm run bench:probe`).
  *
  * At 1,000 clusters the prober makes 25 probes a second, each a new TLS connection carrying one
- * GET /healthz, so this cost times 25 is most of the gateway's idle CPU (docs/benchmarks.md, "Scale").
+ * GET /healthz, so this cost times 25 is most of the gateway's idle CPU (docs/benchmarks-log.md, "Scale").
  * Starts an environment with cluster1 in .local/bench-probe and, in this process, probes cluster1's
  * real kube-apiserver with its token through a connection pool of the gateway's own
- * (manager/gateway/proxy/pool.ts) in five ways, one after the other, in rounds:
+ * (shared/transport/pool.ts) in five ways, one after the other, in rounds:
  *
  *   - http.request: the request through the pool's Agent, `Connection: close` (how probes were made
  *     before healthz-once.ts);
@@ -32,8 +32,9 @@ import { startEnvironment } from '../../hack/localenv/environment.ts';
 import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import type { ClusterTarget } from '../../manager/gateway/clusters/cluster.ts';
 import { getHealthz } from '../../manager/gateway/health/healthz-once.ts';
-import { createConnectionPools, type Upstream } from '../../manager/gateway/proxy/pool.ts';
+import { createClusterPools } from '../../manager/gateway/proxy/cluster-pools.ts';
 import type { KubeObject } from '../../shared/kube/client.ts';
+import type { Upstream } from '../../shared/transport/upstream.ts';
 import { median, percentile } from './measure.ts';
 
 const flag = (name: string, fallback: number) =>
@@ -71,7 +72,7 @@ try {
     health: { healthy: true },
     connectionKey: 'bench',
   };
-  const pools = createConnectionPools();
+  const pools = createClusterPools();
   const upstream = pools.get(target);
   if (typeof upstream === 'string') throw new Error(upstream);
   const url = new URL(cluster1.server);

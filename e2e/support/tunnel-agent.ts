@@ -17,7 +17,7 @@ import { writeKubeconfig } from '../../hack/localenv/kubeconfig.ts';
 import { ensureNamespace } from '../../hack/localenv/ocm.ts';
 import { freePort } from '../../hack/localenv/ports.ts';
 import type { ManagedProcess, Supervisor } from '../../hack/localenv/supervisor.ts';
-import { defineAddon } from '../../manager/addon/addon.ts';
+import { defineAddon } from '../../manager/addon/core/addon.ts';
 import { agentManifests } from '../../manager/addon/deploy/agent-manifests.ts';
 import { agentValues } from '../../manager/addon/deploy/deployment-config.ts';
 import { objectPath } from '../../manager/addon/gateway-deploy/names.ts';

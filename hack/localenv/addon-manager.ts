@@ -8,15 +8,15 @@
  * - informers (list, watch): main.ts;
  * - ClusterManagementAddOn and the default AddOnDeploymentConfig: cma/cma-controller.ts;
  * - ManifestWork addon-<addon>-deploy-0: deploy/deploy-controller.ts (server-side apply, delete);
- * - ManagedClusterAddOn status (conditions, registrations, namespace): status.ts,
- *   health/health-controller.ts, registration/registration-controller.ts;
+ * - ManagedClusterAddOn status (conditions, registrations, namespace, healthCheck): core/addon-status.ts,
+ *   for availability/, registration/ and deploy/;
  * - CSR approval for the kube-apiserver-client signer: registration/csr-approver.ts;
  * - the agent's hub Role, RoleBinding and heartbeat Lease in each cluster namespace:
  *   registration/registration-controller.ts. RBAC lets a subject grant only what it
  *   holds, so the manager holds the Lease verbs it grants (get, update, patch), and
  *   `create clustergateways/attach` for each agent's ClusterRole of its tunnel;
  * - leader election over a Lease in its own namespace: leader-election.ts;
- * - the LeaseNotFound webhook's MutatingWebhookConfiguration: health/lease-not-found-webhook.ts.
+ * - the LeaseNotFound webhook's MutatingWebhookConfiguration: availability/lease-not-found-webhook.ts.
  */
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import { credentialNamespace } from './gateway.ts';

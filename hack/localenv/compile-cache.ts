@@ -2,7 +2,7 @@
  * Node's compile cache, filled the way the image build fills it (Dockerfile), so the processes this
  * machine starts cost what the deployed ones cost: a process started with NODE_COMPILE_CACHE pointing
  * at a filled cache never loads the TypeScript stripper, about 18 MB of RSS for its whole life
- * (docs/benchmarks.md, "Agent footprint"). Node checks each file's hash: an entry of a changed
+ * (docs/benchmarks-log.md, "Agent footprint"). Node checks each file's hash: an entry of a changed
  * source is rebuilt, never served stale.
  */
 import { execFileSync } from 'node:child_process';

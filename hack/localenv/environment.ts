@@ -56,7 +56,7 @@ export interface EnvironmentState {
 
 /**
  * Managed clusters whose kube-apiserver refuses TLS 1.2. The gateway's health probes offer TLS 1.2
- * first (manager/gateway/proxy/one-shot-tls.ts says why) and must fall back to TLS 1.3 with these,
+ * first (shared/transport/one-shot-tls.ts says why) and must fall back to TLS 1.3 with these,
  * and everything that reaches cluster2 (the gateway, OCM's agents, the addon) speaks TLS 1.3 to it.
  */
 const tls13OnlyClusters = new Set(['cluster2']);

@@ -8,6 +8,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { gatewayRbac as gatewayPermissions } from '../../manager/addon/gateway-deploy/rbac.ts';
 import { gatewayNodeFlags } from '../../manager/addon/gateway-deploy/workload.ts';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import { requestServiceAccountToken } from '../../shared/kube/service-account-token.ts';
@@ -176,79 +177,27 @@ async function provisionCredential(hub: KubeClient, cluster: LocalCluster): Prom
 }
 
 /**
- * What the chart grants the gateway on the hub: read clusters, review tokens and access, read auth
- * config, and patch (health annotations) Secrets in the credential namespace and ManagedClusters.
+ * The gateway's ServiceAccount and its permissions on the hub: the rules the addon manager grants the
+ * gateway it deploys (manager/addon/gateway-deploy/rbac.ts), under plain names of the local
+ * environment's own (no manager labels: a manager deploying its gateway on this hub leaves them alone).
  */
 export function gatewayRbac(): KubeObject[] {
-  const sa = { kind: 'ServiceAccount', name: 'cluster-gateway', namespace: gatewayNamespace };
+  const name = 'cluster-gateway';
   return [
-    {
-      apiVersion: 'v1',
-      kind: 'ServiceAccount',
-      metadata: { name: 'cluster-gateway', namespace: gatewayNamespace },
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: 'cluster-gateway' },
-      rules: [
-        {
-          apiGroups: ['cluster.open-cluster-management.io'],
-          resources: ['managedclusters'],
-          // patch: the health mark of a cluster without a credential Secret (health/annotation-store.ts,
-          // a merge patch of two annotations). RBAC cannot narrow it to annotations; it gives the gateway
-          // nothing it lacks (it already holds every cluster's credential), and OCM's webhook still
-          // requires the accept/join permissions for hubAcceptsClient and cluster-set labels.
-          verbs: ['get', 'list', 'watch', 'patch'],
-        },
-        { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
-        { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
-        // Proxy configurations (manager/gateway/identity/): read them, report each one's validity on its status.
-        {
-          apiGroups: ['gateway.cluster.core.oam.dev'],
-          resources: ['clustergatewayproxyconfigurations'],
-          verbs: ['get', 'list', 'watch'],
-        },
-        {
-          apiGroups: ['gateway.cluster.core.oam.dev'],
-          resources: ['clustergatewayproxyconfigurations/status'],
-          verbs: ['patch'],
-        },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: 'cluster-gateway' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-gateway' },
-      subjects: [sa],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'cluster-gateway-credentials', namespace: credentialNamespace },
-      // patch: the health subresource records its mark as annotations on the cluster's Secret. A Role,
-      // so the gateway can write Secrets in its credential namespace only; no create/update/delete.
-      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'patch'] }],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'cluster-gateway-credentials', namespace: credentialNamespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cluster-gateway-credentials' },
-      subjects: [sa],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'cluster-gateway-auth-reader', namespace: 'kube-system' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'Role',
-        name: 'extension-apiserver-authentication-reader',
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: gatewayNamespace } },
+    ...gatewayPermissions(
+      {
+        namespace: gatewayNamespace,
+        name,
+        credentialNamespace,
+        clusterRole: name,
+        authDelegator: `${name}-auth-delegator`,
+        authReader: `${name}-auth-reader`,
+        credentials: `${name}-credentials`,
+        tunnelLeases: `${name}-tunnel-leases`,
       },
-      subjects: [sa],
-    },
+      {},
+    ),
   ];
 }
 

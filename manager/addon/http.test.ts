@@ -5,8 +5,8 @@ import express from 'express';
 import pino from 'pino';
 import { freePort } from '../../hack/localenv/ports.ts';
 import { createCertificateAuthority } from '../../shared/pki.ts';
+import { AddonMetrics } from './core/metrics.ts';
 import { startHttpServers } from './http.ts';
-import { AddonMetrics } from './metrics.ts';
 
 describe('manager HTTP endpoints', () => {
   test('probes, metrics, webhook router over TLS, Status errors', async () => {

@@ -15,7 +15,7 @@ import express, { type Router } from 'express';
 import type { Logger } from 'pino';
 import { failureStatus } from '../../shared/kube/status.ts';
 import type { KeyPair } from '../../shared/pki.ts';
-import type { AddonMetrics } from './metrics.ts';
+import type { AddonMetrics } from './core/metrics.ts';
 
 export interface HttpServersOptions {
   bindAddress: string;

@@ -15,29 +15,19 @@ import pino from 'pino';
 import { optionsOrExit } from '../../shared/cli-flags.ts';
 import { KubeClient } from '../../shared/kube/client.ts';
 import { Informer } from '../../shared/kube/informer.ts';
-import { defineAddon } from './addon.ts';
+import {
+  AvailabilityController,
+  clusterGatewaysPath,
+  heartbeatLeaseInformerOptions,
+} from './availability/availability-controller.ts';
+import { admissionHandler, webhookPath } from './availability/lease-not-found-webhook.ts';
+import type { ClusterGatewayView, HeartbeatLease } from './availability/observe.ts';
+import { WebhookRegistrar, type WebhookTarget, webhookHosts } from './availability/webhook-registrar.ts';
 import { ClusterManagementAddOnController } from './cma/cma-controller.ts';
 import { SpecHashController } from './configs/spec-hash-controller.ts';
-import { DeployController } from './deploy/deploy-controller.ts';
-// ---- engineer B: registration and health
-import { agentValues, deploymentConfigRef, installNamespace } from './deploy/deployment-config.ts';
-import { setUpGatewayDeploy } from './gateway-deploy/setup.ts';
-import {
-  clusterGatewaysPath,
-  HealthController,
-  heartbeatLeaseInformerOptions,
-} from './health/health-controller.ts';
-import { admissionHandler, webhookPath } from './health/lease-not-found-webhook.ts';
-import type { ClusterGatewayView, HeartbeatLease } from './health/observe.ts';
-import { WebhookRegistrar, type WebhookTarget, webhookHosts } from './health/webhook-registrar.ts';
-// ---- end engineer B
-import { startHttpServers } from './http.ts';
-import { KubeLeaseLock, LeaderElector, leaderIdentity } from './leader-election.ts';
-import { AddonMetrics } from './metrics.ts';
-import { helpText, parseOptions } from './options.ts';
-import type { CertificateSigningRequest } from './registration/csr-approval.ts';
-import { CsrApprover, csrCollectionPath, csrLabelSelector } from './registration/csr-approver.ts';
-import { RegistrationController } from './registration/registration-controller.ts';
+import { defineAddon } from './core/addon.ts';
+import type { Controller } from './core/controller.ts';
+import { AddonMetrics } from './core/metrics.ts';
 import {
   type AddOnDeploymentConfig,
   addonApi,
@@ -46,9 +36,18 @@ import {
   type ManagedClusterAddOn,
   type ManifestWork,
   workApi,
-} from './resources.ts';
+} from './core/resources.ts';
+import { WebhookCertificate } from './core/webhook-certificate.ts';
+import { DeployController } from './deploy/deploy-controller.ts';
+import { agentValues, deploymentConfigRef, installNamespace } from './deploy/deployment-config.ts';
+import { setUpGatewayDeploy } from './gateway-deploy/setup.ts';
+import { startHttpServers } from './http.ts';
+import { KubeLeaseLock, LeaderElector, leaderIdentity } from './leader-election.ts';
+import { helpText, parseOptions } from './options.ts';
+import type { CertificateSigningRequest } from './registration/csr-approval.ts';
+import { CsrApprover, csrCollectionPath, csrLabelSelector } from './registration/csr-approver.ts';
+import { RegistrationController } from './registration/registration-controller.ts';
 import { setUpReleaseOwner } from './uninstall/release-owner.ts';
-import { WebhookCertificate } from './webhook-certificate.ts';
 
 const options = optionsOrExit(() => parseOptions(process.argv.slice(2)), helpText);
 
@@ -90,7 +89,7 @@ const informers = {
     path: '/apis/cluster.open-cluster-management.io/v1/managedclusters',
     ...informerErrors('managedclusters'),
   }),
-  // ---- engineer B: CSRs of this addon, the agents' hub heartbeat Leases, the gateway's view of each cluster.
+  // CSRs of this addon, the agents' hub heartbeat Leases, the gateway's view of each cluster.
   certificateSigningRequests: new Informer<CertificateSigningRequest>(hub, {
     path: csrCollectionPath(),
     labelSelector: csrLabelSelector(addon.name),
@@ -140,75 +139,49 @@ const allInformers = [
 for (const informer of allInformers) void informer.start();
 const synced = () => allInformers.every((i) => i.hasSynced);
 
-// ---- engineer B: the install namespace as the deploy controller resolves it (status.namespace must agree).
-function resolveInstallNamespace(mca: ManagedClusterAddOn): string {
+// ---- The AddOnDeploymentConfig in effect for an addon, as the deploy controller resolves it.
+function deploymentConfigOf(mca: ManagedClusterAddOn): AddOnDeploymentConfig['spec'] {
   const ref = deploymentConfigRef(mca, informers.clusterManagementAddOns.get(addon.name));
-  const config = ref ? informers.addOnDeploymentConfigs.get(`${ref.namespace}/${ref.name}`) : undefined;
-  return installNamespace(addon, mca, config?.spec);
+  return ref ? informers.addOnDeploymentConfigs.get(`${ref.namespace}/${ref.name}`)?.spec : undefined;
+}
+// The install namespace (status.namespace must agree with the deploy controller's).
+function resolveInstallNamespace(mca: ManagedClusterAddOn): string {
+  return installNamespace(addon, mca, deploymentConfigOf(mca));
 }
 // The tunnel trust model of a cluster's agent (TUNNEL_TRUST_MODEL): registration grants it its credential Secret.
 function resolveTrustModel(mca: ManagedClusterAddOn): string | undefined {
-  const ref = deploymentConfigRef(mca, informers.clusterManagementAddOns.get(addon.name));
-  const config = ref ? informers.addOnDeploymentConfigs.get(`${ref.namespace}/${ref.name}`) : undefined;
   try {
-    return agentValues(addon, mca, config?.spec).tunnel?.trustModel;
+    return agentValues(addon, mca, deploymentConfigOf(mca)).tunnel?.trustModel;
   } catch {
     return undefined; // an invalid config: the deploy controller reports it; no grant meanwhile
   }
 }
-const health = new HealthController({
-  hub,
-  addon,
-  log,
-  metrics,
-  informers,
-  installNamespace: resolveInstallNamespace,
-});
+// What every controller of the addon is given.
+const common = { hub, addon, log, metrics, informers };
+const availability = new AvailabilityController({ ...common, installNamespace: resolveInstallNamespace });
 
 // ---- Controllers: constructed now, started on leadership.
-const controllers: { name: string; start(signal: AbortSignal): void }[] = [
-  {
-    name: 'cluster-management-addon',
-    ...bindStart(new ClusterManagementAddOnController({ hub, addon, log, metrics, informers })),
-  },
-  {
-    name: 'deploy',
-    ...bindStart(
-      new DeployController({
-        hub,
-        addon,
-        log,
-        metrics,
-        informers,
-        workers: options.workers,
-        resyncMs: options.resyncSeconds * 1000,
-      }),
-    ),
-  },
-  // ---- engineer B: registration, CSR approval, health.
-  {
-    name: 'registration',
-    ...bindStart(
-      new RegistrationController({
-        hub,
-        addon,
-        log,
-        metrics,
-        informers,
-        installNamespace: resolveInstallNamespace,
-        trustModel: resolveTrustModel,
-      }),
-    ),
-  },
-  { name: 'csr-approver', ...bindStart(new CsrApprover({ hub, addon, log, metrics, informers })) },
-  { name: 'health', ...bindStart(health) },
-  { name: 'config-spec-hash', ...bindStart(new SpecHashController({ hub, addon, log, metrics, informers })) },
-  ...(gatewayDeploy ? [{ name: 'gateway', ...bindStart(gatewayDeploy.controller) }] : []),
-  ...(releaseOwner ? [{ name: 'release-owner', ...bindStart(releaseOwner.controller) }] : []),
+const controllers: Controller[] = [
+  new ClusterManagementAddOnController(common).controller,
+  new DeployController({
+    ...common,
+    workers: options.workers,
+    resyncMs: options.resyncSeconds * 1000,
+  }).controller,
+  new RegistrationController({
+    ...common,
+    installNamespace: resolveInstallNamespace,
+    trustModel: resolveTrustModel,
+  }).controller,
+  new CsrApprover(common).controller,
+  availability.controller,
+  new SpecHashController(common).controller,
+  ...(gatewayDeploy ? [gatewayDeploy.controller] : []),
+  ...(releaseOwner ? [releaseOwner.controller] : []),
 ];
 
 // ---- The LeaseNotFound webhook's serving certificate (one Secret for every replica) and its registration
-// (leader only; see health/webhook-registrar.ts). With --tls-cert-file the certificate, and so the
+// (leader only; see availability/webhook-registrar.ts). With --tls-cert-file the certificate, and so the
 // registration and its caBundle, are the user's.
 const webhookTarget: WebhookTarget =
   'url' in options.webhookTarget
@@ -238,15 +211,15 @@ const webhookRegistrar = options.tlsCertFile
       target: webhookCertificate && addon.healthMode === 'Customized' ? webhookTarget : undefined,
       caBundle: () => webhookCertificate?.current?.caBundle,
     });
-if (webhookRegistrar) controllers.push({ name: 'webhook-registration', ...bindStart(webhookRegistrar) });
+if (webhookRegistrar) controllers.push(webhookRegistrar.controller);
 
 // ---- HTTP: probes and metrics (plain), admission webhooks (HTTPS).
 const webhookRouter = express.Router();
-// ---- engineer B: rewrites OCM's Lease-mode Available on our addon (see health/lease-not-found-webhook.ts).
+// Rewrites OCM's Lease-mode Available on our addon (see availability/lease-not-found-webhook.ts).
 // Every replica serves it (a standby answers from its last verdict or "waiting").
 webhookRouter.post(
   webhookPath,
-  admissionHandler({ addonName: addon.name, verdictFor: (c) => health.verdictFor(c) }),
+  admissionHandler({ addonName: addon.name, verdictFor: (c) => availability.verdictFor(c) }),
 );
 const http = await startHttpServers({
   bindAddress: options.httpBindAddress,
@@ -325,7 +298,3 @@ const shutdown = async (signal: string) => {
 };
 process.once('SIGTERM', () => void shutdown('SIGTERM'));
 process.once('SIGINT', () => void shutdown('SIGINT'));
-
-function bindStart(controller: { start(signal: AbortSignal): void }) {
-  return { start: (signal: AbortSignal) => controller.start(signal) };
-}

@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
+import ts from 'typescript';
 import {
   type AddonManagerOptions,
   helpText,
   OptionsError,
   parseOptions,
   parsePlacements,
+  renderManagerArgs,
 } from './options.ts';
 
 const parse = (args: string[], env: Record<string, string> = {}) =>
@@ -67,6 +71,13 @@ describe('addon manager options', () => {
       [['--webhook-url=https://127.0.0.1:9443/mutate'], /must not have a path/],
       [['--webhook-url=127.0.0.1:9443'], /must be https|is not a URL/],
       [['--webhook-service=Not_A_Service'], /--webhook-service/],
+      [['--gateway-args=["--log-levle=debug"]'], /^--gateway-args: --log-levle is not a flag of the gateway/],
+      [['--gateway-args=["--log-level=loud"]'], /^--gateway-args: --log-level: "loud"/],
+      // Checked only with tunnel sharing on (the manager's --tunnel-peer-* flags): the whole command line is.
+      [
+        ['--gateway-args=["--tunnel-lease-duration=1"]'],
+        /^--gateway-args: --tunnel-lease-duration: "1" is not a whole number between 3 and 300/,
+      ],
     ];
     for (const [args, message] of cases)
       assert.throws(
@@ -74,6 +85,35 @@ describe('addon manager options', () => {
         (err: Error) => err instanceof OptionsError && message.test(err.message),
         args.join(' '),
       );
+  });
+
+  test("--gateway-args: the gateway's whole command line, as its pods would get it, passes the gateway's checks", () => {
+    assert.deepEqual(parse(['--gateway-args=["--tunnel-lease-duration=30"]']).gateway.args, [
+      '--tunnel-lease-duration=30',
+    ]);
+    // Without tunnels there is no tunnel sharing, and the gateway does not read the duration.
+    assert.deepEqual(
+      parse(['--gateway-args=["--agent-tunnels=false","--tunnel-lease-duration=1"]']).gateway.args,
+      ['--agent-tunnels=false', '--tunnel-lease-duration=1'],
+    );
+  });
+
+  test("renderManagerArgs writes the manager's own flags, which it parses back", () => {
+    const args = renderManagerArgs({
+      'deploy-gateway': true,
+      'gateway-replicas': 3,
+      'gateway-args': JSON.stringify(['--log-level=debug']),
+    });
+    assert.deepEqual(args, [
+      '--deploy-gateway=true',
+      '--gateway-replicas=3',
+      '--gateway-args=["--log-level=debug"]',
+    ]);
+    const o = parse(args);
+    assert.deepEqual(
+      [o.gateway.enabled, o.gateway.replicas, o.gateway.args],
+      [true, 3, ['--log-level=debug']],
+    );
   });
 
   test('--leader-elect alone means true; --help', () => {
@@ -85,4 +125,35 @@ describe('addon manager options', () => {
     );
     assert.match(helpText(), /--install-placements/);
   });
+});
+
+/** Every module `entry` (repository-relative) loads, transitively: repository files and other specifiers. */
+function moduleClosure(entry: string): { files: string[]; others: string[] } {
+  const root = path.resolve(import.meta.dirname, '..', '..');
+  const files = new Set<string>();
+  const others = new Set<string>();
+  const visit = (file: string): void => {
+    if (files.has(file)) return;
+    files.add(file);
+    const { importedFiles } = ts.preProcessFile(readFileSync(path.join(root, file), 'utf8'), true, true);
+    for (const { fileName } of importedFiles) {
+      if (fileName.startsWith('.')) visit(path.posix.join(path.posix.dirname(file), fileName));
+      else others.add(fileName);
+    }
+  };
+  visit(entry);
+  return { files: [...files], others: [...others] };
+}
+
+test('of the gateway and the agent, the manager loads their flag tables only: no server, no npm package', () => {
+  const network = ['node:http', 'node:https', 'node:http2', 'node:net', 'node:tls', 'node:child_process'];
+  for (const entry of ['manager/gateway/options.ts', 'agent/options.ts']) {
+    const { files, others } = moduleClosure(entry);
+    assert.deepEqual(
+      others.filter((m) => !m.startsWith('node:') || network.includes(m)),
+      [],
+      `${entry} loads only Node built-ins without network`,
+    );
+    assert.ok(files.length <= 3, `${entry} loads ${files.join(', ')}`);
+  }
 });

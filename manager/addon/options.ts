@@ -7,18 +7,21 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   bool,
+  type FlagInputs,
   flagHelpLines,
   integer,
   logLevels,
   OptionsError,
   parseFlags,
+  renderFlags,
   logLevel as validLogLevel,
 } from '../../shared/cli-flags.ts';
+import type { HealthMode } from './core/addon.ts';
+import { gatewayNames } from './gateway-deploy/names.ts';
 import { type GatewayDeployOptions, gatewayFlags, parseGatewayOptions } from './gateway-deploy/options.ts';
+import { checkGatewayCommandLine } from './gateway-deploy/workload.ts';
 
 export { logLevels, OptionsError };
-
-export type HealthMode = 'Customized' | 'Lease';
 
 export interface PlacementRef {
   namespace: string;
@@ -69,7 +72,7 @@ const packageVersion = (() => {
 
 export const defaultAgentImage = `ghcr.io/oam-dev/cluster-gateway-ts:${packageVersion}`;
 
-const flags = {
+export const managerFlags = {
   kubeconfig: {
     type: 'string',
     help: 'hub kubeconfig; default: KUBECONFIG, then in-cluster service account',
@@ -163,6 +166,14 @@ const flags = {
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
+/** Values for the manager's flags, by name: a misspelt or removed flag does not compile. */
+export type ManagerFlagValues = FlagInputs<typeof managerFlags>;
+
+/** The manager's arguments for `values`, `--name=value` each, in their order (for whoever starts it). */
+export function renderManagerArgs(values: ManagerFlagValues): string[] {
+  return renderFlags(managerFlags, values);
+}
+
 export function helpText(): string {
   return [
     'Usage: node manager/addon/main.ts [flags]',
@@ -170,7 +181,7 @@ export function helpText(): string {
     'The cluster-gateway addon manager: ClusterManagementAddOn, agent ManifestWorks, registration and health.',
     '',
     'Flags:',
-    ...flagHelpLines(flags, 36),
+    ...flagHelpLines(managerFlags, 36),
   ].join('\n');
 }
 
@@ -186,9 +197,9 @@ export function parseOptions(
   env: Record<string, string | undefined> = process.env,
   serviceAccountNamespace: () => string | undefined = readServiceAccountNamespace,
 ): AddonManagerOptions | 'help' {
-  const values = parseFlags(flags, argv);
+  const values = parseFlags(managerFlags, argv);
   if (values.help) return 'help';
-  const str = (k: string) => (values[k] as string | undefined) ?? '';
+  const str = (k: Exclude<keyof typeof managerFlags, 'help'>): string => values[k] ?? '';
 
   const addonName = str('addon-name');
   // The addon name becomes part of Secret, Lease, ManifestWork and RBAC names on both sides.
@@ -250,7 +261,7 @@ export function parseOptions(
       '--leader-election-retry-period must be shorter than --leader-election-renew-deadline, or the leader gets a single renewal attempt',
     );
   }
-  return {
+  const options: AddonManagerOptions = {
     ...(str('kubeconfig') ? { kubeconfig: str('kubeconfig') } : {}),
     addonName,
     displayName: str('display-name'),
@@ -274,6 +285,15 @@ export function parseOptions(
     logLevel,
     gateway: parseGatewayOptions(values, str('agent-image').trim()),
   };
+  // The gateway's command line as the manager would run it, through the gateway's own checks: a flag
+  // of --gateway-args the gateway would refuse stops the manager here, not the gateway's pods.
+  const { gateway } = options;
+  checkGatewayCommandLine({
+    names: gatewayNames(namespace, gateway.name, gateway.credentialNamespace),
+    options: gateway,
+    addonName,
+  });
+  return options;
 }
 
 /** The hub apiserver calls webhooks over https only, at a URL without credentials, query or fragment. */

@@ -31,10 +31,9 @@ import {
   recordProxiedRequest,
   setHealthProberSource,
   setUpstreamConnectionsSource,
-} from './metrics.ts';
+} from './metrics/gateway-metrics.ts';
 import { helpText, parseOptions } from './options.ts';
-import { createClusterProxy } from './proxy/index.ts';
-import { createConnectionPools } from './proxy/pool.ts';
+import { createClusterPools, createClusterProxy } from './proxy/index.ts';
 import { createRoutes } from './routes.ts';
 import { ServingEndpoint } from './serving.ts';
 import { createAttachHandler } from './tunnel/attach.ts';
@@ -157,7 +156,7 @@ const proxyIdentity = await startProxyIdentity({
 });
 
 // One connection pool per cluster, for proxied requests and health probes alike.
-const pools = createConnectionPools({ http2: options.upstreamHttp2 });
+const pools = createClusterPools({ http2: options.upstreamHttp2 });
 const proxy = createClusterProxy({
   pools,
   logger: log,

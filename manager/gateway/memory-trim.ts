@@ -9,7 +9,7 @@
  * mass deletion (2,000 watch events). Measured with `npm run bench:scale` at
  * 1,000 clusters: 241 MB after deleting them, against 108 MB with 2 clusters.
  * Of that, 75 to 90 MB were pooled pages V8 no longer counts in its heap, and
- * one memory-reducing collection freed them (docs/benchmarks.md, "V8's page
+ * one memory-reducing collection freed them (docs/benchmarks-log.md, "V8's page
  * pool").
  *
  * Running V8 with `--optimize-for-size` makes every major collection

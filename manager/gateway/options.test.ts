@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type GatewayOptions, helpText, OptionsError, parseOptions } from './options.ts';
+import {
+  checkGatewayArgs,
+  type GatewayOptions,
+  helpText,
+  OptionsError,
+  parseOptions,
+  renderGatewayArgs,
+} from './options.ts';
 
 function parsed(argv: string[]): GatewayOptions {
   const o = parseOptions(argv);
@@ -96,4 +103,37 @@ test('--upstream-http2 is on by default; false keeps every request on HTTP/1.1',
   assert.equal(parsed([]).upstreamHttp2, true);
   assert.equal(parsed(['--upstream-http2=false']).upstreamHttp2, false);
   assert.throws(() => parseOptions(['--upstream-http2=sometimes']), /upstream-http2/);
+});
+
+test('renderGatewayArgs writes what parseOptions reads; a flag the gateway lacks does not compile', () => {
+  const args = renderGatewayArgs({ 'secure-port': 8443, 'reject-unhealthy': true, 'log-level': 'debug' });
+  assert.deepEqual(args, ['--secure-port=8443', '--reject-unhealthy=true', '--log-level=debug']);
+  const o = parsed(args);
+  assert.equal(o.securePort, 8443);
+  assert.equal(o.rejectUnhealthy, true);
+  assert.equal(o.logLevel, 'debug');
+  // @ts-expect-error: misspelt.
+  assert.throws(() => renderGatewayArgs({ 'log-levle': 'debug' }), /--log-levle is not a flag/);
+});
+
+test('checkGatewayArgs: what the gateway would run with, or the flag to fix', () => {
+  assert.equal(checkGatewayArgs(['--log-level=debug', '--reject-unhealthy']).rejectUnhealthy, true);
+  assert.throws(
+    () => checkGatewayArgs(['--log-levle=debug']),
+    (e: Error) =>
+      e instanceof OptionsError &&
+      e.message ===
+        '--log-levle is not a flag of the gateway (node manager/gateway/main.ts --help lists them; did you mean --log-level?)',
+  );
+  assert.throws(
+    () => checkGatewayArgs(['--no-such-thing']),
+    /: --no-such-thing is not a flag of the gateway \(/,
+  );
+  assert.throws(() => checkGatewayArgs(['--log-level=loud']), /--log-level: "loud" is not one of/);
+  assert.throws(() => checkGatewayArgs(['--health-check-interval=0']), /--health-check-interval: "0"/);
+  assert.throws(
+    () => checkGatewayArgs(['--log-level']),
+    (e: Error) => /argument missing/.test(e.message) && !/Run with --help/.test(e.message),
+  );
+  assert.throws(() => checkGatewayArgs(['--help']), /--help would make the gateway print its help and exit/);
 });

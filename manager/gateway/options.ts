@@ -3,13 +3,23 @@
  * where it has the same setting, so existing charts and manifests keep their
  * meaning; flags the original has that do not apply here are rejected with a
  * message that says so rather than silently ignored.
+ *
+ * This is also the gateway's contract with the addon manager, which deploys it:
+ * the manager renders the gateway's container args with renderGatewayArgs and
+ * checks the user's --gateway-args with checkGatewayArgs. So this file imports
+ * nothing but the flag machinery (no server, no informer): the manager loads it.
  */
 import {
   bool,
+  type FlagInputs,
+  type FlagName,
   flagHelpLines,
   integer,
   OptionsError,
+  type ParsedFlags,
   parseFlags,
+  renderFlags,
+  unknownFlag,
   logLevel as validLogLevel,
 } from '../../shared/cli-flags.ts';
 import { parsePeerOptions, peerFlags, type TunnelPeerOptions } from './tunnel/peer-options.ts';
@@ -42,7 +52,7 @@ export interface GatewayOptions {
   /** Health probes started per second at most, whatever the cluster count (health/prober.ts). */
   healthCheckMaxRate: number;
   rejectUnhealthy: boolean;
-  /** Offer HTTP/2 to clusters (ALPN) for requests that are not upgrades (proxy/http2-sessions.ts). */
+  /** Offer HTTP/2 to clusters (ALPN) for requests that are not upgrades (shared/transport/http2-sessions.ts). */
   upstreamHttp2: boolean;
   authorizationAllowTtlSeconds: number;
   authorizationDenyTtlSeconds: number;
@@ -77,7 +87,7 @@ const knownGates: Record<string, keyof FeatureGates | 'cached'> = {
   OCMClusterCache: 'cached',
 };
 
-const flags = {
+export const gatewayFlags = {
   'secure-port': { type: 'string', default: '9443', help: 'HTTPS port of the aggregated API server' },
   'bind-address': { type: 'string', default: '0.0.0.0', help: 'address to listen on' },
   'tls-cert-file': {
@@ -203,15 +213,51 @@ const flags = {
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
 
+/** A flag another program may put on the gateway's command line. */
+export type GatewayFlagName = FlagName<typeof gatewayFlags>;
+/** Values for the gateway's flags, by name: a misspelt or removed flag does not compile. */
+export type GatewayFlagValues = FlagInputs<typeof gatewayFlags>;
+
+/** The gateway's arguments for `values`, `--name=value` each, in their order. */
+export function renderGatewayArgs(values: GatewayFlagValues): string[] {
+  return renderFlags(gatewayFlags, values);
+}
+
+/** How to run the gateway, for messages that send a reader to its flags. */
+export const gatewayCommand = 'node manager/gateway/main.ts';
+
 export function helpText(): string {
-  const usage = ['Usage: node manager/gateway/main.ts [flags]', '', 'Flags:'];
-  return [...usage, ...flagHelpLines(flags, 30)].join('\n');
+  const usage = [`Usage: ${gatewayCommand} [flags]`, '', 'Flags:'];
+  return [...usage, ...flagHelpLines(gatewayFlags, 30)].join('\n');
 }
 
 export function parseOptions(argv: string[]): GatewayOptions | 'help' {
-  const values = parseFlags(flags, argv);
+  const values = parseFlags(gatewayFlags, argv);
   if (values.help) return 'help';
-  const str = (k: string) => values[k] as string | undefined;
+  return optionsFrom(values);
+}
+
+/**
+ * `argv` checked as the gateway checks its command line when it starts, without starting it: the
+ * same table, parser and value checks (none of which reads a file or connects anywhere). For the
+ * addon manager, which writes the gateway's arguments: what it would run the gateway with, or an
+ * OptionsError that names the flag to fix (an unknown one with the closest known flag).
+ */
+export function checkGatewayArgs(argv: string[]): GatewayOptions {
+  const unknown = unknownFlag(gatewayFlags, argv);
+  if (unknown) {
+    const guess = unknown.suggestion ? `; did you mean ${unknown.suggestion}?` : '';
+    throw new OptionsError(
+      `${unknown.flag} is not a flag of the gateway (${gatewayCommand} --help lists them${guess})`,
+    );
+  }
+  const values = parseFlags(gatewayFlags, argv, `(${gatewayCommand} --help lists the gateway's flags)`);
+  if (values.help) throw new OptionsError('--help would make the gateway print its help and exit');
+  return optionsFrom(values);
+}
+
+function optionsFrom(values: ParsedFlags<typeof gatewayFlags>): GatewayOptions {
+  const str = (k: Exclude<keyof typeof gatewayFlags, 'help'>): string | undefined => values[k];
   const certFile = str('tls-cert-file');
   const keyFile = str('tls-private-key-file');
   if (Boolean(certFile) !== Boolean(keyFile)) {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import type { Authenticator, Authorizer, UserInfo } from './auth/user.ts';
+import type { Authenticator, Authorizer, UserInfo } from '../../shared/identity/user.ts';
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
 import { INLINE_CONFIGURATION_ANNOTATION } from './identity/configuration.ts';
 import { ProxyConfigurationStore } from './identity/configuration-store.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import type { Authenticator, Authorizer, UserInfo } from './auth/user.ts';
+import type { Authenticator, Authorizer, UserInfo } from '../../shared/identity/user.ts';
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
 import type { ClusterProxy } from './proxy/index.ts';
 import { createRoutes } from './routes.ts';
@@ -128,7 +128,7 @@ test('unknown clusters are 404, unhealthy ones 503 with the reason (--reject-unh
   const down = await get(`${prefix}/down/proxy/api`, 'alice');
   assert.equal(down.status, 503);
   assert.match(down.json().message, /cluster "down" is unhealthy: unreachable: connect ECONNREFUSED/);
-  // Not probed yet (just after a restart): unknown, not unhealthy (health/precedence.ts).
+  // Not probed yet (just after a restart): unknown, not unhealthy (clusters/health-precedence.ts).
   const unknown = { healthy: false, reason: 'Unknown: not probed yet', unknown: true };
   clusters.set('new', { ...cluster('new', false), health: unknown });
   try {
@@ -204,5 +204,82 @@ test('--authorize-proxy-subpath also authorizes the proxied request itself on th
     );
   } finally {
     local.close();
+  }
+});
+
+test('a collection GET serves what was authorized: every watch value but false/0 is a watch, as in Go', async () => {
+  const verbs: string[] = [];
+  const routes = createRoutes({
+    directory,
+    authenticator,
+    authorizer: {
+      authorize: async (_user, a) => {
+        verbs.push(a.verb);
+        return { allowed: true, reason: '' };
+      },
+    },
+    proxy,
+    ready: () => true,
+    impersonateAll: false,
+    authorizeProxySubpath: false,
+    rejectUnhealthy: false,
+    log: silent,
+  });
+  const local = http.createServer(routes.request);
+  await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(local.address() as AddressInfo).port}${prefix}`;
+  // What the response is: a watch stream's first event type, or the kind of a complete object.
+  const served = async (query: string): Promise<string> => {
+    const abort = new AbortController();
+    const res = await fetch(`${url}${query}`, { headers: { 'x-test-user': 'alice' }, signal: abort.signal });
+    assert.equal(res.status, 200, query);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    try {
+      while (!text.includes('\n')) {
+        const { done, value } = await reader.read();
+        if (done) return (JSON.parse(text) as { kind: string }).kind;
+        text += Buffer.from(value).toString();
+      }
+      return `watch ${(JSON.parse(text.slice(0, text.indexOf('\n'))) as { type: string }).type}`;
+    } finally {
+      abort.abort();
+    }
+  };
+  try {
+    for (const query of [
+      '?watch=true',
+      '?watch=1',
+      '?watch=True',
+      '?watch=TRUE',
+      '?watch=yes',
+      '?watch=no',
+      '?watch=',
+      '?watch',
+      '?watch=00',
+    ]) {
+      assert.equal(await served(query), 'watch ADDED', query);
+      assert.deepEqual(verbs.splice(0), ['watch'], query);
+    }
+    for (const query of [
+      '',
+      '?watch=false',
+      '?watch=0',
+      '?watch=FALSE',
+      '?watch=False',
+      '?watch=fal%C5%BFe',
+      '?labelSelector=a',
+    ]) {
+      assert.equal(await served(query), 'ClusterGatewayList', query);
+      assert.deepEqual(verbs.splice(0), ['list'], query);
+    }
+    // The first value decides, as Go's conversion reads only [0].
+    assert.equal(await served('?watch=false&watch=true'), 'ClusterGatewayList');
+    assert.deepEqual(verbs.splice(0), ['list']);
+    assert.equal(await served('?watch=yes&watch=false'), 'watch ADDED');
+    assert.deepEqual(verbs.splice(0), ['watch']);
+  } finally {
+    local.close();
+    local.closeAllConnections();
   }
 });

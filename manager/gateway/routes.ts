@@ -10,6 +10,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type {
+  Authenticator,
+  AuthorizationAttributes,
+  Authorizer,
+  UserInfo,
+} from '../../shared/identity/user.ts';
 import { failureStatus, type KubeStatus, StatusError } from '../../shared/kube/status.ts';
 import { tunnelUpgradeProtocol } from '../../shared/tunnel/protocol.ts';
 import { discoveryResponse } from './api/discovery.ts';
@@ -19,12 +25,16 @@ import { getClusterGateway, listClusterGateways, notFound, notSynced } from './a
 import { errorResponse, writeResponse } from './api/response.ts';
 import { serveWatch, type WatchHistory } from './api/watch.ts';
 import { proxiedRequestAttributes, requestAttributes } from './auth/request-attributes.ts';
-import type { Authenticator, AuthorizationAttributes, Authorizer, UserInfo } from './auth/user.ts';
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
 import { type AccessLogger, accessRecord, logProxiedRequest } from './identity/access-log.ts';
 import type { ProxyIdentity } from './identity/proxy-identity.ts';
 import { flagsOnlyIdentity } from './identity/setup.ts';
-import { metricsContentType, metricsText, recordUpgradeRequest, trackInflightRequest } from './metrics.ts';
+import {
+  metricsContentType,
+  metricsText,
+  recordUpgradeRequest,
+  trackInflightRequest,
+} from './metrics/gateway-metrics.ts';
 import type { ClusterProxy, ProxyAccess, ProxyPath } from './proxy/index.ts';
 import { matchClusterGatewayPath, parseProxyPath, writeStatusToSocket } from './proxy/index.ts';
 import { matchAttachPath } from './tunnel/attach.ts';
@@ -85,7 +95,8 @@ export function createRoutes(deps: RouteDeps) {
     if (!path.startsWith(apiPrefix))
       throw new StatusError(failureStatus(404, `the server could not find ${path}`));
     const method = req.method ?? 'GET';
-    await authorize(user, requestAttributes(method, req.url ?? '/'));
+    const attributes = requestAttributes(method, req.url ?? '/');
+    await authorize(user, attributes);
     const proxyPath = parseProxyPath(req.url ?? '/');
     if (proxyPath) {
       const p = await prepareProxy(user, method, req.url ?? '/', proxyPath, url.searchParams);
@@ -142,7 +153,9 @@ export function createRoutes(deps: RouteDeps) {
     }
     const readRequest = { query: url.searchParams, accept: req.headers.accept };
     if (isCollection || !route) {
-      if (url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1') {
+      // Serve what was authorized: list or watch is the verb request-attributes.ts derived (Go's reading of
+      // `watch`, where anything but "false" and "0" is a watch), never a second reading of the query.
+      if (attributes.verb === 'watch') {
         const abort = new AbortController();
         res.once('close', () => abort.abort());
         return serveWatch(deps.directory, res, { ...readRequest, signal: abort.signal });
@@ -197,7 +210,7 @@ export function createRoutes(deps: RouteDeps) {
     try {
       const target = deps.directory.get(name);
       if (!target) throw deps.directory.synced ? notFound(name) : notSynced();
-      // Unknown (not probed yet, e.g. just after a restart) is not unhealthy: health/precedence.ts.
+      // Unknown (not probed yet, e.g. just after a restart) is not unhealthy: clusters/health-precedence.ts.
       if (deps.rejectUnhealthy && !target.health.healthy && !target.health.unknown) {
         throw new StatusError(
           failureStatus(

@@ -1,6 +1,6 @@
 /**
  * Kubeconfig and in-cluster config, read without @kubernetes/client-node:
- * loading that package costs about 90 MB of RSS (docs/benchmarks.md), more
+ * loading that package costs about 90 MB of RSS (docs/benchmarks-log.md), more
  * than the agent may use in all and half of what the gateway and the addon
  * manager use. What is read is what client-go reads for a server component:
  *

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { defineAddon } from '../addon.ts';
+import { defineAddon } from '../core/addon.ts';
 import { clusterManagementAddOn, defaultDeploymentConfig } from './cluster-management-addon.ts';
 
 const settings = {

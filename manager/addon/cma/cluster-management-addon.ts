@@ -9,14 +9,14 @@
  * deletes the ManagedClusterAddOns of the placed clusters. This manager
  * reacts to those the same way as to `clusteradm addon enable`.
  */
-import type { AddonDefinition } from '../addon.ts';
-import { deploymentConfigResource } from '../deploy/deployment-config.ts';
+import type { AddonDefinition } from '../core/addon.ts';
 import {
   type AddOnDeploymentConfig,
   addonApiVersion,
   addonGroup,
   type ClusterManagementAddOn,
-} from '../resources.ts';
+} from '../core/resources.ts';
+import { deploymentConfigResource } from '../deploy/deployment-config.ts';
 
 export function clusterManagementAddOn(
   addon: Pick<

@@ -4,66 +4,59 @@
  * cause writes of ours) and creates the default AddOnDeploymentConfig when
  * it is missing (never overwrites it: it is the user's to edit).
  */
-import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
 import { StatusError } from '../../../shared/kube/status.ts';
-import type { AddonDefinition } from '../addon.ts';
-import { controllerQueue, startWhenSynced } from '../controller-queue.ts';
+import type { AddonDefinition } from '../core/addon.ts';
+import { Controller, type ControllerDeps, watchAll } from '../core/controller.ts';
+import {
+  type AddOnDeploymentConfig,
+  addonApi,
+  type ClusterManagementAddOn,
+  clusterManagementAddOnPath,
+} from '../core/resources.ts';
 import { sameJson } from '../deploy/manifest-work.ts';
-import type { AddonMetrics } from '../metrics.ts';
-import { type AddOnDeploymentConfig, addonApi, type ClusterManagementAddOn } from '../resources.ts';
-import type { WorkQueue } from '../work-queue.ts';
 import { clusterManagementAddOn, defaultDeploymentConfig } from './cluster-management-addon.ts';
 
 export const cmaFieldManager = 'cluster-gateway-addon-manager';
-const controllerName = 'cluster-management-addon';
-const key = 'cma';
 
-export interface ClusterManagementAddOnControllerDeps {
-  hub: Pick<KubeClient, 'apply' | 'create'>;
+export interface ClusterManagementAddOnControllerDeps extends ControllerDeps {
   addon: AddonDefinition;
-  log: Logger;
-  metrics?: AddonMetrics;
+  hub: Pick<KubeClient, 'apply' | 'create'>;
   informers: {
     clusterManagementAddOns: Informer<ClusterManagementAddOn>;
     addOnDeploymentConfigs: Informer<AddOnDeploymentConfig>;
   };
 }
 
+/** One key: the ClusterManagementAddOn and the default config are looked at together. */
+const key = 'cma';
+
 export class ClusterManagementAddOnController {
   readonly #d: ClusterManagementAddOnControllerDeps;
-  readonly #log: Logger;
-  readonly queue: WorkQueue;
+  readonly controller: Controller;
 
   constructor(deps: ClusterManagementAddOnControllerDeps) {
     this.#d = deps;
-    this.#log = deps.log.child({ controller: controllerName });
-    this.queue = controllerQueue({
-      controller: controllerName,
-      reconcile: () => this.reconcile(),
-      log: this.#log,
-      metrics: deps.metrics,
-    });
-  }
-
-  start(signal: AbortSignal): void {
-    const { informers, addon } = this.#d;
-    const requeue = () => this.queue.add(key);
-    const requeueDefaultConfig = (adc: AddOnDeploymentConfig) => {
-      if (adc.metadata.namespace === addon.configNamespace && adc.metadata.name === addon.defaultConfigName) {
-        requeue();
-      }
-    };
-    const off = [
-      informers.clusterManagementAddOns.on({ onAdd: requeue, onUpdate: requeue, onDelete: requeue }),
-      informers.addOnDeploymentConfigs.on({ onDelete: requeueDefaultConfig }),
-    ];
-    startWhenSynced(this.queue, signal, {
-      synced: [informers.clusterManagementAddOns.synced, informers.addOnDeploymentConfigs.synced],
-      initial: requeue,
-      cleanup: off,
-    });
+    const { informers, addon } = deps;
+    const isDefaultConfig = (adc: AddOnDeploymentConfig) =>
+      adc.metadata.namespace === addon.configNamespace && adc.metadata.name === addon.defaultConfigName;
+    this.controller = new Controller(
+      {
+        name: 'cluster-management-addon',
+        watches: [
+          watchAll(informers.clusterManagementAddOns, () => key),
+          // Deleted: created again (the default config is never overwritten, only recreated).
+          {
+            informer: informers.addOnDeploymentConfigs,
+            delete: (adc) => (isDefaultConfig(adc) ? key : undefined),
+          },
+        ],
+        keys: () => key,
+        sync: () => this.reconcile(),
+      },
+      deps,
+    );
   }
 
   async reconcile(): Promise<void> {
@@ -75,7 +68,7 @@ export class ClusterManagementAddOnController {
           `${addonApi}/namespaces/${addon.configNamespace}/addondeploymentconfigs`,
           defaultConfig,
         );
-        this.#log.info(
+        this.controller.log.info(
           { config: `${addon.configNamespace}/${addon.defaultConfigName}` },
           'created the default AddOnDeploymentConfig',
         );
@@ -86,8 +79,8 @@ export class ClusterManagementAddOnController {
     const desired = clusterManagementAddOn(addon);
     const current = informers.clusterManagementAddOns.get(addon.name);
     if (current && sameJson(desired.spec, current.spec) && sameSpecShape(desired, current)) return;
-    await hub.apply(`${addonApi}/clustermanagementaddons/${addon.name}`, desired, cmaFieldManager);
-    this.#log.info(
+    await hub.apply(clusterManagementAddOnPath(addon.name), desired, cmaFieldManager);
+    this.controller.log.info(
       { addon: addon.name, installStrategy: desired.spec?.installStrategy?.type },
       current ? 'updated the ClusterManagementAddOn' : 'created the ClusterManagementAddOn',
     );

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ClusterManagementAddOn, ManagedClusterAddOn } from '../resources.ts';
-import { addonStatusPatch, cmaStatusPatch } from './spec-hash-controller.ts';
+import type { ClusterManagementAddOn, ManagedClusterAddOn } from '../core/resources.ts';
+import { addonConfigReferences, cmaStatusPatch } from './spec-hash-controller.ts';
 
 const group = 'addon.open-cluster-management.io';
 const resource = 'addondeploymentconfigs';
@@ -26,23 +26,20 @@ describe('config spec hashes', () => {
       },
     };
     assert.deepEqual(cmaStatusPatch(cma, hashOf), {
-      metadata: { resourceVersion: '7' },
-      status: {
-        defaultconfigReferences: [
-          { group, resource, desiredConfig: { namespace: 'hub', name: 'default', specHash: 'h-default' } },
-        ],
-        installProgressions: [
-          {
-            name: 'p',
-            namespace: 'hub',
-            configReferences: [
-              { group, resource, desiredConfig: { namespace: 'hub', name: 'custom', specHash: 'h-custom' } },
-            ],
-          },
-        ],
-      },
+      defaultconfigReferences: [
+        { group, resource, desiredConfig: { namespace: 'hub', name: 'default', specHash: 'h-default' } },
+      ],
+      installProgressions: [
+        {
+          name: 'p',
+          namespace: 'hub',
+          configReferences: [
+            { group, resource, desiredConfig: { namespace: 'hub', name: 'custom', specHash: 'h-custom' } },
+          ],
+        },
+      ],
     });
-    const done = cmaStatusPatch(cma, hashOf)?.status;
+    const done = cmaStatusPatch(cma, hashOf);
     assert.equal(cmaStatusPatch({ ...cma, status: done }, hashOf), undefined, 'up to date: no write');
   });
 
@@ -75,20 +72,15 @@ describe('config spec hashes', () => {
         ],
       },
     };
-    assert.deepEqual(addonStatusPatch(mca, hashOf), {
-      metadata: { resourceVersion: '3' },
-      status: {
-        configReferences: [
-          {
-            group,
-            resource,
-            name: 'custom',
-            namespace: 'hub',
-            desiredConfig: { namespace: 'hub', name: 'custom', specHash: 'h-custom' },
-          },
-        ],
+    assert.deepEqual(addonConfigReferences(mca, hashOf), [
+      {
+        group,
+        resource,
+        name: 'custom',
+        namespace: 'hub',
+        desiredConfig: { namespace: 'hub', name: 'custom', specHash: 'h-custom' },
       },
-    });
+    ]);
     const defaulted: ManagedClusterAddOn = {
       ...mca,
       spec: {},
@@ -98,6 +90,6 @@ describe('config spec hashes', () => {
         ],
       },
     };
-    assert.equal(addonStatusPatch(defaulted, hashOf), undefined);
+    assert.equal(addonConfigReferences(defaulted, hashOf), undefined);
   });
 });

@@ -15,32 +15,26 @@
  * patch that carries the resourceVersion read: a concurrent write of OCM's
  * makes ours fail with a conflict and the retry starts from its version.
  */
-import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
-import type { AddonDefinition } from '../addon.ts';
-import { controllerQueue, startWhenSynced } from '../controller-queue.ts';
-import { deploymentConfigResource } from '../deploy/deployment-config.ts';
-import type { AddonMetrics } from '../metrics.ts';
+import type { AddonDefinition } from '../core/addon.ts';
+import { patchClusterManagementAddOnStatus, patchConfigReferences } from '../core/addon-status.ts';
+import { Controller, type ControllerDeps } from '../core/controller.ts';
 import {
   type AddOnDeploymentConfig,
-  addonApi,
   addonGroup,
   type ClusterManagementAddOn,
   type ConfigReference,
   type ManagedClusterAddOn,
-} from '../resources.ts';
-import type { WorkQueue } from '../work-queue.ts';
+} from '../core/resources.ts';
+import { deploymentConfigResource } from '../deploy/deployment-config.ts';
 import { configSpecHash } from './spec-hash.ts';
 
-const controllerName = 'config-spec-hash';
 const cmaKey = '';
 
-export interface SpecHashControllerDeps {
+export interface SpecHashControllerDeps extends ControllerDeps {
   hub: Pick<KubeClient, 'mergePatch'>;
   addon: Pick<AddonDefinition, 'name'>;
-  log: Logger;
-  metrics?: AddonMetrics;
   informers: {
     clusterManagementAddOns: Informer<ClusterManagementAddOn>;
     managedClusterAddOns: Informer<ManagedClusterAddOn>;
@@ -76,7 +70,7 @@ export function withSpecHashes<T extends Ref>(
   return changed ? next : undefined;
 }
 
-/** The ClusterManagementAddOn status patch (v1alpha1 field names), or undefined if up to date. */
+/** The ClusterManagementAddOn status fields to write (v1alpha1 names), or undefined if up to date. */
 export function cmaStatusPatch(cma: ClusterManagementAddOn, hashOf: HashLookup) {
   const status = (cma.status ?? {}) as {
     defaultconfigReferences?: Ref[];
@@ -92,16 +86,16 @@ export function cmaStatusPatch(cma: ClusterManagementAddOn, hashOf: HashLookup) 
   });
   if (!defaults && !progressionsChanged) return undefined;
   return {
-    metadata: { resourceVersion: cma.metadata.resourceVersion },
-    status: {
-      ...(defaults ? { defaultconfigReferences: defaults } : {}),
-      ...(progressionsChanged ? { installProgressions: progressions } : {}),
-    },
+    ...(defaults ? { defaultconfigReferences: defaults } : {}),
+    ...(progressionsChanged ? { installProgressions: progressions } : {}),
   };
 }
 
-/** The ManagedClusterAddOn status patch for the configs of its own spec.configs, or undefined. */
-export function addonStatusPatch(mca: ManagedClusterAddOn, hashOf: HashLookup) {
+/** The ManagedClusterAddOn's configReferences with the hashes of its own spec.configs, or undefined if up to date. */
+export function addonConfigReferences(
+  mca: ManagedClusterAddOn,
+  hashOf: HashLookup,
+): ConfigReference[] | undefined {
   const own = (mca.spec?.configs ?? []).filter(isDeploymentConfig);
   const refs = withSpecHashes(mca.status?.configReferences, hashOf, (ref) =>
     own.some(
@@ -109,58 +103,39 @@ export function addonStatusPatch(mca: ManagedClusterAddOn, hashOf: HashLookup) {
         c.name === ref.desiredConfig?.name && (c.namespace ?? '') === (ref.desiredConfig?.namespace ?? ''),
     ),
   );
-  if (!refs) return undefined;
-  return { metadata: { resourceVersion: mca.metadata.resourceVersion }, status: { configReferences: refs } };
+  return refs;
 }
 
 export class SpecHashController {
   readonly #d: SpecHashControllerDeps;
-  readonly #log: Logger;
-  readonly queue: WorkQueue;
+  readonly controller: Controller;
 
   constructor(deps: SpecHashControllerDeps) {
     this.#d = deps;
-    this.#log = deps.log.child({ controller: controllerName });
-    this.queue = controllerQueue({
-      controller: controllerName,
-      reconcile: (key) => this.reconcile(key),
-      log: this.#log,
-      metrics: deps.metrics,
-    });
-  }
-
-  start(signal: AbortSignal): void {
-    const { informers, addon } = this.#d;
-    const addMca = (mca: ManagedClusterAddOn) => {
-      if (mca.metadata.name === addon.name && mca.metadata.namespace) this.queue.add(mca.metadata.namespace);
-    };
-    const addCma = (cma: ClusterManagementAddOn) => {
-      if (cma.metadata.name === addon.name) this.queue.add(cmaKey);
-    };
+    const { informers, addon } = deps;
+    const ofAddon = (mca: ManagedClusterAddOn) =>
+      mca.metadata.name === addon.name && mca.metadata.namespace ? mca.metadata.namespace : undefined;
+    const ofCma = (cma: ClusterManagementAddOn) => (cma.metadata.name === addon.name ? cmaKey : undefined);
     // A config's spec changed: every hash that may name it is looked at again.
-    const addAll = () => {
-      this.queue.add(cmaKey);
-      for (const mca of informers.managedClusterAddOns.list()) addMca(mca);
-    };
-    const off = [
-      informers.managedClusterAddOns.on({ onAdd: addMca, onUpdate: (_o, n) => addMca(n) }),
-      informers.clusterManagementAddOns.on({ onAdd: addCma, onUpdate: (_o, n) => addCma(n) }),
-      informers.addOnDeploymentConfigs.on({
-        onAdd: addAll,
-        onUpdate: (o, n) => {
-          if (o.metadata.generation !== n.metadata.generation || !o.metadata.generation) addAll();
-        },
-      }),
-    ];
-    startWhenSynced(this.queue, signal, {
-      synced: [
-        informers.managedClusterAddOns.synced,
-        informers.clusterManagementAddOns.synced,
-        informers.addOnDeploymentConfigs.synced,
-      ],
-      initial: addAll,
-      cleanup: off,
-    });
+    const all = () => [cmaKey, ...informers.managedClusterAddOns.list().flatMap((mca) => ofAddon(mca) ?? [])];
+    this.controller = new Controller(
+      {
+        name: 'config-spec-hash',
+        watches: [
+          { informer: informers.managedClusterAddOns, add: ofAddon, update: ofAddon },
+          { informer: informers.clusterManagementAddOns, add: ofCma, update: ofCma },
+          {
+            informer: informers.addOnDeploymentConfigs,
+            add: all,
+            update: (n, o) =>
+              o.metadata.generation !== n.metadata.generation || !o.metadata.generation ? all() : undefined,
+          },
+        ],
+        keys: all,
+        sync: (key) => this.reconcile(key),
+      },
+      deps,
+    );
   }
 
   /** `key`: '' for the ClusterManagementAddOn, else a cluster name. */
@@ -172,16 +147,19 @@ export class SpecHashController {
     };
     if (key === cmaKey) {
       const cma = informers.clusterManagementAddOns.get(addon.name);
-      const patch = cma && cmaStatusPatch(cma, hashOf);
-      if (!patch) return;
-      await hub.mergePatch(`${addonApi}/clustermanagementaddons/${addon.name}/status`, patch);
-      this.#log.info({ addon: addon.name }, 'wrote the config spec hashes of the ClusterManagementAddOn');
+      const status = cma && cmaStatusPatch(cma, hashOf);
+      if (!cma || !status) return;
+      await patchClusterManagementAddOnStatus(hub, cma, status);
+      this.controller.log.info(
+        { addon: addon.name },
+        'wrote the config spec hashes of the ClusterManagementAddOn',
+      );
       return;
     }
     const mca = informers.managedClusterAddOns.get(`${key}/${addon.name}`);
-    const patch = mca && !mca.metadata.deletionTimestamp && addonStatusPatch(mca, hashOf);
-    if (!patch) return;
-    await hub.mergePatch(`${addonApi}/namespaces/${key}/managedclusteraddons/${addon.name}/status`, patch);
-    this.#log.info({ cluster: key }, 'wrote the config spec hashes of the ManagedClusterAddOn');
+    const refs = mca && !mca.metadata.deletionTimestamp ? addonConfigReferences(mca, hashOf) : undefined;
+    if (!mca || !refs) return;
+    await patchConfigReferences(hub, mca, refs);
+    this.controller.log.info({ cluster: key }, 'wrote the config spec hashes of the ManagedClusterAddOn');
   }
 }

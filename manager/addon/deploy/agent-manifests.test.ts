@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { parseOptions as parseAgentOptions } from '../../../agent/options.ts';
 import type { KubeObject } from '../../../shared/kube/client.ts';
-import { defineAddon } from '../addon.ts';
-import type { ManagedClusterAddOn } from '../resources.ts';
+import { defineAddon } from '../core/addon.ts';
+import type { ManagedClusterAddOn } from '../core/resources.ts';
 import {
   agentManifests,
   hubCredentialServiceAccount,
@@ -113,6 +114,8 @@ describe('tunnel trust model in the agent manifests', () => {
         err instanceof InvalidConfigError &&
         /TUNNEL_TRUST_MODEL "Impersonate" is not HubCredential or NoCredential/.test(err.message),
     );
+    // Not a name the object inherits either.
+    assert.throws(() => withModel('toString'), /TUNNEL_TRUST_MODEL "toString" is not HubCredential/);
     assert.throws(
       () => withModel('HubCredential', [{ name: 'HUB_CREDENTIAL_CLUSTER_ROLE', value: 'Not A Role' }]),
       /HUB_CREDENTIAL_CLUSTER_ROLE "Not A Role" is not a ClusterRole name/,
@@ -120,4 +123,24 @@ describe('tunnel trust model in the agent manifests', () => {
     assert.notEqual(valuesHash(withModel('HubCredential')), valuesHash(withModel('NoCredential')));
     assert.deepEqual(withModel('NoCredential').ignoredVariables, []);
   });
+});
+
+test("the agent's own parser reads the args the manager writes, for every trust model", () => {
+  const readFile = () => undefined;
+  for (const values of [
+    agentValues(addon, mca, undefined),
+    withModel('NoCredential'),
+    withModel('HubCredential'),
+  ]) {
+    const written = args(agentManifests(addon, 'c1', values));
+    const o = parseAgentOptions(written, { env: {}, readFile });
+    assert.ok(o !== 'help');
+    assert.equal(o.clusterName, 'c1');
+    assert.equal(o.addonName, 'cluster-gateway');
+    assert.equal(o.installNamespace, 'open-cluster-management-agent-addon');
+    assert.equal(o.hubKubeconfig, '/managed/hub-kubeconfig/kubeconfig');
+    assert.equal(o.port, 8080);
+    assert.equal(o.trustModel, values.tunnel?.trustModel ?? 'hub-credential');
+    assert.equal(o.hubCredentialNamespace, values.tunnel ? 'creds' : '');
+  }
 });

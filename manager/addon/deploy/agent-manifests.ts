@@ -20,8 +20,9 @@
  *   caller's permissions here. Not serviceaccounts (a hub ServiceAccount would
  *   become this cluster's namesake) and not userextras (hub-specific claims).
  */
+import { type AgentFlagValues, renderAgentArgs } from '../../../agent/options.ts';
 import type { KubeObject } from '../../../shared/kube/client.ts';
-import type { AddonDefinition } from '../addon.ts';
+import type { AddonDefinition } from '../core/addon.ts';
 import { type AgentValues, agentContainerName, valuesHash } from './deployment-config.ts';
 
 /** Where the registration Secret is mounted (OCM's AddOnTemplate convention; the agent's default --hub-kubeconfig). */
@@ -178,7 +179,7 @@ export function agentDeployment(
   };
   // Node keeps its TypeScript stripper (about 22 MB) resident unless the compiled modules come from a
   // warm compile cache, which the image ships (the local environment fills it): this keeps the agent
-  // under its 80 MB idle budget (docs/benchmarks.md, agent footprint).
+  // under its 80 MB idle budget (docs/benchmarks.md, idle footprint).
   const env: { name: string; value: string }[] = [{ name: 'NODE_COMPILE_CACHE', value: agentCompileCache }];
   // Node 24 honours these only with NODE_USE_ENV_PROXY; lower-case copies serve other tools.
   const proxyEnv: [string, string | undefined][] = [
@@ -229,15 +230,16 @@ export function agentDeployment(
               image: values.image,
               imagePullPolicy: 'IfNotPresent',
               command: ['node', '/app/agent/main.ts'],
-              args: [
-                `--cluster-name=${cluster}`,
-                `--addon-name=${addon.name}`,
-                `--install-namespace=${values.installNamespace}`,
-                `--hub-kubeconfig=${hubKubeconfigDir}/kubeconfig`,
-                `--port=${agentPort}`,
-                `--log-level=${values.logLevel}`,
-                ...tunnelArgs(addon, values),
-              ],
+              // Through the agent's own flag table (agent/options.ts): a flag it lacks does not compile.
+              args: renderAgentArgs({
+                'cluster-name': cluster,
+                'addon-name': addon.name,
+                'install-namespace': values.installNamespace,
+                'hub-kubeconfig': `${hubKubeconfigDir}/kubeconfig`,
+                port: agentPort,
+                'log-level': values.logLevel,
+                ...tunnelFlags(addon, values),
+              }),
               ...(env.length > 0 ? { env } : {}),
               ports: [{ name: 'http', containerPort: agentPort }],
               readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 5 },
@@ -262,15 +264,15 @@ export function agentDeployment(
   };
 }
 
-/** The agent's trust-model flags (agent/options.ts), when the config picks a model. */
-function tunnelArgs(addon: Pick<AddonDefinition, 'name'>, values: AgentValues): string[] {
+/** The agent's trust-model flags, when the config picks a model. */
+function tunnelFlags(addon: Pick<AddonDefinition, 'name'>, values: AgentValues): AgentFlagValues {
   const tunnel = values.tunnel;
-  if (!tunnel) return [];
-  return [
-    `--trust-model=${tunnel.trustModel}`,
-    `--hub-credential-namespace=${tunnel.credentialNamespace}`,
+  if (!tunnel) return {};
+  return {
+    'trust-model': tunnel.trustModel,
+    'hub-credential-namespace': tunnel.credentialNamespace,
     ...(tunnel.trustModel === 'hub-credential'
-      ? [`--hub-credential-service-account=${hubCredentialServiceAccount(addon)}`]
-      : []),
-  ];
+      ? { 'hub-credential-service-account': hubCredentialServiceAccount(addon) }
+      : {}),
+  };
 }

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pino from 'pino';
 import type { Informer } from '../../../shared/kube/informer.ts';
-import { defineAddon } from '../addon.ts';
-import type { AddOnDeploymentConfig, ManagedClusterAddOn, ManifestWork } from '../resources.ts';
+import { defineAddon } from '../core/addon.ts';
+import type { AddOnDeploymentConfig, ManagedClusterAddOn, ManifestWork } from '../core/resources.ts';
 import { DeployController } from './deploy-controller.ts';
 
 const addon = defineAddon({

@@ -10,13 +10,17 @@
  * resync), which also deletes works whose addon is gone (the owner
  * reference lets the garbage collector do the same while no manager runs).
  */
-import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
-import type { AddonDefinition } from '../addon.ts';
-import { controllerQueue, startWhenSynced } from '../controller-queue.ts';
-import type { AddonMetrics } from '../metrics.ts';
-import { registrationAppliedType } from '../registration/registration-controller.ts';
+import type { AddonDefinition } from '../core/addon.ts';
+import { applyDeployConditions } from '../core/addon-status.ts';
+import {
+  manifestAppliedType,
+  type NewCondition,
+  registrationAppliedType,
+  sameVerdict,
+} from '../core/conditions.ts';
+import { Controller, type ControllerDeps, watchAll } from '../core/controller.ts';
 import {
   type AddOnDeploymentConfig,
   type ClusterManagementAddOn,
@@ -24,29 +28,21 @@ import {
   type ManagedClusterAddOn,
   type ManifestWork,
   workApi,
-} from '../resources.ts';
-import { applyAddonConditions, conditionUnchanged, type NewCondition } from '../status.ts';
-import type { WorkQueue } from '../work-queue.ts';
+} from '../core/resources.ts';
 import { agentValues, deploymentConfigRef, InvalidConfigError } from './deployment-config.ts';
 import {
   deployWork,
   manifestAppliedCondition,
-  manifestAppliedType,
   workApplyFailedCondition,
   workUpToDate,
 } from './manifest-work.ts';
 
-/** Field manager of the ManifestWorks. */
+/** Field manager of the ManifestWorks (ManifestApplied has its own: core/addon-status.ts). */
 export const workFieldManager = 'cluster-gateway-addon-manager';
-/** Field manager of the ManifestApplied condition (one per controller: see status.ts). */
-export const statusFieldManager = 'cluster-gateway-addon-manager-deploy';
-const controllerName = 'deploy';
 
-export interface DeployControllerDeps {
+export interface DeployControllerDeps extends ControllerDeps {
   hub: Pick<KubeClient, 'apply' | 'delete'>;
   addon: AddonDefinition;
-  log: Logger;
-  metrics?: AddonMetrics;
   informers: {
     managedClusterAddOns: Informer<ManagedClusterAddOn>;
     clusterManagementAddOns: Informer<ClusterManagementAddOn>;
@@ -60,74 +56,55 @@ export interface DeployControllerDeps {
 
 export class DeployController {
   readonly #d: DeployControllerDeps;
-  readonly #log: Logger;
   readonly #now: () => number;
-  readonly queue: WorkQueue;
+  readonly controller: Controller;
 
   constructor(deps: DeployControllerDeps) {
     this.#d = deps;
-    this.#log = deps.log.child({ controller: controllerName });
     this.#now = deps.now ?? Date.now;
-    this.queue = controllerQueue({
-      controller: controllerName,
-      workers: deps.workers ?? 4,
-      reconcile: (cluster) => this.reconcile(cluster),
-      after: () => this.#countConditions(),
-      log: this.#log,
-      metrics: deps.metrics,
-    });
-  }
-
-  start(signal: AbortSignal): void {
-    const { informers, addon } = this.#d;
-    const addMca = (mca: ManagedClusterAddOn) => {
-      if (mca.metadata.name === addon.name && mca.metadata.namespace) this.queue.add(mca.metadata.namespace);
-    };
-    const addWork = (work: ManifestWork) => {
-      if (work.metadata.name === addon.deployWorkName && work.metadata.namespace) {
-        this.queue.add(work.metadata.namespace);
-      }
-    };
-    const addAll = () => {
-      for (const mca of informers.managedClusterAddOns.list()) addMca(mca);
-      for (const work of informers.manifestWorks.list()) addWork(work);
-    };
-    // A config change concerns the addons it is in effect for.
-    const addUsers = (adc: AddOnDeploymentConfig) => {
-      const cma = informers.clusterManagementAddOns.get(addon.name);
-      for (const mca of informers.managedClusterAddOns.list()) {
-        const ref = deploymentConfigRef(mca, cma);
-        if (ref && ref.namespace === adc.metadata.namespace && ref.name === adc.metadata.name) addMca(mca);
-      }
-    };
-    const off = [
-      informers.managedClusterAddOns.on({ onAdd: addMca, onUpdate: (_o, n) => addMca(n), onDelete: addMca }),
-      informers.manifestWorks.on({ onAdd: addWork, onUpdate: (_o, n) => addWork(n), onDelete: addWork }),
-      informers.addOnDeploymentConfigs.on({
-        onAdd: addUsers,
-        onUpdate: (_o, n) => addUsers(n),
-        onDelete: addUsers,
-      }),
-      informers.clusterManagementAddOns.on({ onAdd: addAll, onUpdate: addAll, onDelete: addAll }),
+    const { informers, addon } = deps;
+    const ofAddon = (mca: ManagedClusterAddOn) =>
+      mca.metadata.name === addon.name && mca.metadata.namespace ? mca.metadata.namespace : undefined;
+    const ofWork = (work: ManifestWork) =>
+      work.metadata.name === addon.deployWorkName && work.metadata.namespace
+        ? work.metadata.namespace
+        : undefined;
+    const all = () => [
+      ...informers.managedClusterAddOns.list().flatMap((mca) => ofAddon(mca) ?? []),
+      ...informers.manifestWorks.list().flatMap((work) => ofWork(work) ?? []),
     ];
-    const resync = setInterval(addAll, this.#d.resyncMs ?? 300_000);
-    resync.unref();
-    startWhenSynced(this.queue, signal, {
-      synced: [
-        informers.managedClusterAddOns.synced,
-        informers.clusterManagementAddOns.synced,
-        informers.addOnDeploymentConfigs.synced,
-        informers.manifestWorks.synced,
-      ],
-      initial: addAll,
-      cleanup: [...off, () => clearInterval(resync)],
-    });
+    // A config change concerns the addons it is in effect for.
+    const users = (adc: AddOnDeploymentConfig) => {
+      const cma = informers.clusterManagementAddOns.get(addon.name);
+      return informers.managedClusterAddOns.list().flatMap((mca) => {
+        const ref = deploymentConfigRef(mca, cma);
+        const uses = ref && ref.namespace === adc.metadata.namespace && ref.name === adc.metadata.name;
+        return (uses && ofAddon(mca)) || [];
+      });
+    };
+    this.controller = new Controller(
+      {
+        name: 'deploy',
+        workers: deps.workers ?? 4,
+        watches: [
+          watchAll(informers.managedClusterAddOns, ofAddon),
+          watchAll(informers.manifestWorks, ofWork),
+          watchAll(informers.addOnDeploymentConfigs, users),
+          watchAll(informers.clusterManagementAddOns, all),
+        ],
+        keys: all,
+        resyncMs: deps.resyncMs ?? 300_000,
+        sync: (cluster) => this.reconcile(cluster),
+        afterSync: () => this.#countConditions(),
+      },
+      deps,
+    );
   }
 
   /** One cluster: make its deploy work match its addon (or delete it), then report ManifestApplied. */
   async reconcile(cluster: string): Promise<void> {
     const { hub, addon, informers } = this.#d;
-    const log = this.#log.child({ cluster });
+    const log = this.controller.log.child({ cluster });
     const workPath = `${workApi}/namespaces/${cluster}/manifestworks/${addon.deployWorkName}`;
     const mca = informers.managedClusterAddOns.get(`${cluster}/${addon.name}`);
     const existing = informers.manifestWorks.get(`${cluster}/${addon.deployWorkName}`);
@@ -216,9 +193,9 @@ export class DeployController {
   }
 
   async #setCondition(mca: ManagedClusterAddOn, condition: NewCondition): Promise<void> {
-    if (conditionUnchanged(findCondition(mca.status?.conditions, condition.type), condition)) return;
+    if (sameVerdict(findCondition(mca.status?.conditions, condition.type), condition)) return;
     await this.#setConditions(mca, [condition]);
-    this.#log.info(
+    this.controller.log.info(
       {
         cluster: mca.metadata.namespace,
         type: condition.type,
@@ -230,7 +207,7 @@ export class DeployController {
   }
 
   async #setConditions(mca: ManagedClusterAddOn, conditions: NewCondition[]): Promise<void> {
-    await applyAddonConditions(this.#d.hub, mca, conditions, statusFieldManager, this.#now());
+    await applyDeployConditions(this.#d.hub, mca, conditions, this.#now());
   }
 
   #countConditions(): void {

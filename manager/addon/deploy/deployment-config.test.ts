@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { defineAddon } from '../addon.ts';
-import type { ClusterManagementAddOn, ManagedClusterAddOn } from '../resources.ts';
+import { defineAddon } from '../core/addon.ts';
+import type { ClusterManagementAddOn, ManagedClusterAddOn } from '../core/resources.ts';
 import {
   agentValues,
   containerResources,

@@ -6,8 +6,10 @@
  * same here.
  */
 import { createHash } from 'node:crypto';
-import type { AddonDefinition } from '../addon.ts';
-import { isDnsLabel, logLevels } from '../options.ts';
+// The values become the agent's flags: checked with the agent's own rules (agent/options.ts).
+import { isDnsLabel, type TrustModel } from '../../../agent/options.ts';
+import { logLevels } from '../../../shared/cli-flags.ts';
+import type { AddonDefinition } from '../core/addon.ts';
 import {
   type AddOnDeploymentConfigSpec,
   addonGroup,
@@ -16,7 +18,7 @@ import {
   type ContainerResources,
   type ManagedClusterAddOn,
   type Toleration,
-} from '../resources.ts';
+} from '../core/resources.ts';
 
 export const deploymentConfigResource = 'addondeploymentconfigs';
 
@@ -48,7 +50,7 @@ export interface AgentValues {
 }
 
 export interface TunnelValues {
-  trustModel: 'hub-credential' | 'no-credential';
+  trustModel: TrustModel;
   /** Where the agent writes its cluster's credential Secret: the gateway's --secret-namespace. */
   credentialNamespace: string;
   /** hub-credential: what the hub may do on the cluster (HUB_CREDENTIAL_CLUSTER_ROLE). */
@@ -56,7 +58,10 @@ export interface TunnelValues {
 }
 
 /** TUNNEL_TRUST_MODEL values, as the AddOnDeploymentConfig spells them. */
-export const trustModelValues = { HubCredential: 'hub-credential', NoCredential: 'no-credential' } as const;
+export const trustModelValues = {
+  HubCredential: 'hub-credential',
+  NoCredential: 'no-credential',
+} as const satisfies Record<string, TrustModel>;
 export const defaultHubCredentialClusterRole = 'cluster-admin';
 
 export class InvalidConfigError extends Error {}
@@ -170,9 +175,6 @@ function wildcardMatch(pattern: string, value: string): boolean {
   return new RegExp(`^${regex}$`).test(value);
 }
 
-/** Variables of customizedVariables the agent understands. */
-export const knownVariables = ['LOG_LEVEL', 'TUNNEL_TRUST_MODEL', 'HUB_CREDENTIAL_CLUSTER_ROLE'] as const;
-
 export function agentValues(
   addon: Pick<AddonDefinition, 'defaultInstallNamespace' | 'agentImage' | 'agentName'> &
     Partial<Pick<AddonDefinition, 'credentialNamespace'>>,
@@ -194,7 +196,9 @@ export function agentValues(
     if (variable.name === 'TUNNEL_TRUST_MODEL') {
       const value = (variable.value ?? '').trim();
       if (value === '') continue;
-      trustModel = trustModelValues[value as keyof typeof trustModelValues];
+      trustModel = Object.hasOwn(trustModelValues, value)
+        ? trustModelValues[value as keyof typeof trustModelValues]
+        : undefined;
       if (!trustModel) {
         throw new InvalidConfigError(
           `${where}: customizedVariables TUNNEL_TRUST_MODEL "${value}" is not HubCredential or NoCredential`,

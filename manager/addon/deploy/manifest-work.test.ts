@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { defineAddon } from '../addon.ts';
-import type { ManagedClusterAddOn, ManifestWork } from '../resources.ts';
+import { defineAddon } from '../core/addon.ts';
+import type { ManagedClusterAddOn, ManifestWork } from '../core/resources.ts';
 import { agentCompileCache } from './agent-manifests.ts';
 import { agentValues } from './deployment-config.ts';
 import {

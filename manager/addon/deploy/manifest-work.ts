@@ -3,7 +3,8 @@
  * condition read from it. Pure.
  */
 import { createHash } from 'node:crypto';
-import type { AddonDefinition } from '../addon.ts';
+import type { AddonDefinition } from '../core/addon.ts';
+import { manifestAppliedType } from '../core/conditions.ts';
 import {
   addonApiVersion,
   addonGroup,
@@ -14,7 +15,7 @@ import {
   type ManagedClusterAddOn,
   type ManifestWork,
   workApiVersion,
-} from '../resources.ts';
+} from '../core/resources.ts';
 import { agentManifests, sharedNamespaces } from './agent-manifests.ts';
 import {
   type AgentValues,
@@ -26,7 +27,7 @@ import {
 /** Hash of what this manager wrote: a field it stops writing changes it, so removals are applied too. */
 export const workHashAnnotation = 'addon.cluster-gateway.oam.dev/work-hash';
 
-/** Status the work agent reports back from the agent Deployment (read by the health controller). */
+/** Status the work agent reports back from the agent Deployment (read by the availability controller). */
 export const deploymentFeedbackPaths = [
   { name: 'Generation', path: '.metadata.generation' },
   { name: 'ObservedGeneration', path: '.status.observedGeneration' },
@@ -150,7 +151,6 @@ export function sameJson(wanted: unknown, actual: unknown): boolean {
   return wanted === actual;
 }
 
-export const manifestAppliedType = 'ManifestApplied';
 /** OCM's reason strings (api addon/v1alpha1 types_managedclusteraddon.go, addon-framework agentdeploy). */
 export const manifestAppliedReasons = {
   applied: 'AddonManifestApplied',

@@ -28,10 +28,9 @@ import { createHash, X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
 import { objectKey } from '../../../shared/kube/informer.ts';
-import { controllerQueue, startWhenSynced } from '../controller-queue.ts';
-import type { AddonMetrics } from '../metrics.ts';
-import type { OwnerReference } from '../resources.ts';
-import type { ProcessResult, WorkQueue } from '../work-queue.ts';
+import { Controller, type ControllerDeps, watchAll } from '../core/controller.ts';
+import type { OwnerReference } from '../core/resources.ts';
+import type { ProcessResult } from '../core/work-queue.ts';
 import { apiService } from './apiservice.ts';
 import { type DeploymentStatusView, gatewayAvailability } from './availability.ts';
 import type { EventRecorder } from './events.ts';
@@ -62,17 +61,14 @@ import {
 
 export const specHashAnnotation = 'cluster-gateway.oam.dev/spec-hash';
 const key = 'gateway';
-const controllerName = 'gateway';
 
-export interface GatewayControllerDeps {
+export interface GatewayControllerDeps extends ControllerDeps {
   hub: Pick<KubeClient, 'apply' | 'delete'>;
   addonName: string;
   /** The manager's namespace: the gateway's too. */
   namespace: string;
   options: GatewayDeployOptions;
   informers: GatewayInformers;
-  log: Logger;
-  metrics?: AddonMetrics;
   events?: Pick<EventRecorder, 'record'>;
   /** Full reconcile at least this often (default 5 min). */
   resyncMs?: number;
@@ -89,13 +85,23 @@ export class GatewayController {
   readonly #now: () => number;
   readonly #gauges: GatewayMetrics | undefined;
   readonly #schedule: RotationSchedule | undefined;
-  readonly queue: WorkQueue;
+  readonly controller: Controller;
   /** Last state logged, so a waiting controller says so once, not every reconcile. */
   #logged = '';
 
   constructor(deps: GatewayControllerDeps) {
     this.#d = deps;
-    this.#log = deps.log.child({ controller: controllerName });
+    this.controller = new Controller(
+      {
+        name: 'gateway',
+        // Any event of any of the gateway's objects: one reconcile of everything.
+        watches: allInformers(deps.informers).map((informer) => watchAll(informer, () => key)),
+        keys: () => key,
+        sync: () => this.reconcile(),
+      },
+      deps,
+    );
+    this.#log = this.controller.log;
     this.#names = gatewayNames(deps.namespace, deps.options.name, deps.options.credentialNamespace);
     this.#spec = { names: this.#names, options: deps.options, addonName: deps.addonName };
     this.#now = deps.now ?? Date.now;
@@ -108,27 +114,10 @@ export class GatewayController {
         'gateway certificates valid for less than an hour: meant for tests that force rotations, not for production',
       );
     }
-    this.queue = controllerQueue({
-      controller: controllerName,
-      reconcile: () => this.reconcile(),
-      log: this.#log,
-      metrics: deps.metrics,
-    });
   }
 
   get names(): GatewayNames {
     return this.#names;
-  }
-
-  start(signal: AbortSignal): void {
-    const requeue = () => this.queue.add(key);
-    const informers = allInformers(this.#d.informers);
-    const off = informers.map((i) => i.on({ onAdd: requeue, onUpdate: requeue, onDelete: requeue }));
-    startWhenSynced(this.queue, signal, {
-      synced: informers.map((i) => i.synced),
-      initial: requeue,
-      cleanup: off,
-    });
   }
 
   async reconcile(): Promise<ProcessResult> {
@@ -188,7 +177,7 @@ export class GatewayController {
 
     const desired = [
       serviceAccount(this.#spec),
-      ...gatewayRbac(this.#names),
+      ...gatewayRbac(this.#names, labelsOf(this.#names)),
       certificate.secret,
       service(this.#spec),
       podDisruptionBudget(this.#spec),

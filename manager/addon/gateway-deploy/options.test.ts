@@ -34,6 +34,20 @@ describe('gateway deploy options', () => {
     assert.equal(o.gateway.image, o.agentImage);
   });
 
+  test("--gateway-args the gateway's own parser accepts pass unchanged (the chart's defaults among them)", () => {
+    const chartDefaults = [
+      '--log-level=info',
+      '--agent-tunnels=true',
+      '--ocm-integration=true',
+      '--feature-gates=HealthinessCheck=true',
+      '--health-check-interval=10',
+      '--reject-unhealthy=false',
+    ];
+    assert.deepEqual(parse({ 'gateway-args': JSON.stringify(chartDefaults) }).args, chartDefaults);
+    const more = ['--authorize-proxy-subpath', '--enable-exec-credentials=true', '--user-agent=a b'];
+    assert.deepEqual(parse({ 'gateway-args': JSON.stringify(more) }).args, more);
+  });
+
   test('structured settings are JSON of the right shape', () => {
     const o = parse({
       'gateway-resources': '{"limits":{"memory":"256Mi"}}',
@@ -65,6 +79,37 @@ describe('gateway deploy options', () => {
       /--secure-port is set by the manager/,
     ],
     ['a non-flag argument', { 'gateway-args': '["debug"]' }, /item 0 .* is not a --flag/],
+    [
+      'a misspelt gateway flag',
+      { 'gateway-args': '["--log-level=debug","--log-levle=debug"]' },
+      /^--gateway-args: --log-levle is not a flag of the gateway \(node manager\/gateway\/main\.ts --help lists them; did you mean --log-level\?\)$/,
+    ],
+    [
+      'a flag the gateway does not have',
+      { 'gateway-args': '["--kube-api-qps=50"]' },
+      /^--gateway-args: --kube-api-qps is not a flag of the gateway/,
+    ],
+    [
+      'a gateway flag with a bad value',
+      { 'gateway-args': '["--log-level=loud"]' },
+      /^--gateway-args: --log-level: "loud" is not one of trace/,
+    ],
+    [
+      'a gateway number out of range',
+      { 'gateway-args': '["--health-check-interval=0"]' },
+      /^--gateway-args: --health-check-interval: "0" is not a whole number between 1/,
+    ],
+    [
+      'an unknown feature gate',
+      { 'gateway-args': '["--feature-gates=HealthinessChek=true"]' },
+      /^--gateway-args: --feature-gates: unknown gate "HealthinessChek"/,
+    ],
+    [
+      'a gateway string flag without its value',
+      { 'gateway-args': '["--user-agent"]' },
+      /^--gateway-args: .*--user-agent.*argument missing/,
+    ],
+    ['--help', { 'gateway-args': '["--help"]' }, /^--gateway-args: --help would make the gateway print/],
     ['args that are not JSON', { 'gateway-args': '--log-level=debug' }, /--gateway-args: not JSON/],
     ['resources as an array', { 'gateway-resources': '[]' }, /must be a JSON object/],
     ['a node selector with a number', { 'gateway-node-selector': '{"a":1}' }, /"a" must be a string/],

@@ -8,8 +8,13 @@
  * flags) are JSON: the chart renders them with `toJson` from its values, and
  * a change of any of them changes the manager's pod template, so `helm
  * upgrade` rolls the manager, which then rolls the gateway.
+ *
+ * The extra gateway flags (--gateway-args) are checked here by the gateway's
+ * own table and parser (manager/gateway/options.ts), so that a misspelt flag
+ * or a bad value stops the manager at start rather than every gateway pod.
  */
 import { bool, integer, OptionsError } from '../../../shared/cli-flags.ts';
+import { checkGatewayArgs, type GatewayFlagName } from '../../gateway/options.ts';
 import { parseRotationSchedule } from './rotation-schedule.ts';
 
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
@@ -64,7 +69,7 @@ export const managedGatewayFlags = [
   'kubeconfig',
   'secret-namespace',
   'tunnel-addon-name',
-  // Tunnel sharing between replicas (workload.ts: peerArgs).
+  // Tunnel sharing between replicas (workload.ts: peerFlags).
   'tunnel-peer-port',
   'tunnel-peer-cert',
   'tunnel-peer-key',
@@ -72,7 +77,7 @@ export const managedGatewayFlags = [
   'tunnel-peer-address',
   'tunnel-replica-name',
   'tunnel-lease-namespace',
-] as const;
+] as const satisfies readonly GatewayFlagName[];
 
 export const gatewayFlags = {
   'deploy-gateway': {
@@ -250,8 +255,7 @@ export function parseGatewayOptions(
 }
 
 function gatewayArgs(text: string): string[] {
-  const args = jsonArray('gateway-args', text);
-  return args.map((arg, i) => {
+  const args = jsonArray('gateway-args', text).map((arg, i) => {
     if (typeof arg !== 'string' || !arg.startsWith('--')) {
       throw new OptionsError(`--gateway-args: item ${i} (${JSON.stringify(arg)}) is not a --flag string`);
     }
@@ -263,6 +267,21 @@ function gatewayArgs(text: string): string[] {
     }
     return arg;
   });
+  checkAsGateway(args);
+  return args;
+}
+
+/**
+ * `args` as the gateway would take them (manager/gateway/options.ts: its flags, parser and value
+ * checks), or an OptionsError naming the flag; workload.ts checks the whole command line the same way.
+ */
+export function checkAsGateway(args: string[]): void {
+  try {
+    checkGatewayArgs(args);
+  } catch (err) {
+    if (!(err instanceof OptionsError)) throw err;
+    throw new OptionsError(`--gateway-args: ${err.message}`);
+  }
 }
 
 function parseJson(flag: string, text: string): unknown {

@@ -18,7 +18,7 @@
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../../shared/pki.ts';
-import { caBundleOf, type Renewal, repairNeeded, type SecretData } from '../webhook-certificate.ts';
+import { caBundleOf, type Renewal, repairNeeded, type SecretData } from '../core/webhook-certificate.ts';
 import {
   type Lifetime,
   type RotationSchedule,

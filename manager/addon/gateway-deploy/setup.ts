@@ -6,7 +6,8 @@
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import type { Informer, InformerOptions } from '../../../shared/kube/informer.ts';
-import type { AddonMetrics } from '../metrics.ts';
+import type { Controller } from '../core/controller.ts';
+import type { AddonMetrics } from '../core/metrics.ts';
 import { EventRecorder } from './events.ts';
 import { GatewayController } from './gateway-controller.ts';
 import { allInformers, gatewayInformers } from './informers.ts';
@@ -15,7 +16,7 @@ import type { GatewayDeployOptions } from './options.ts';
 
 export interface GatewayDeploySetup {
   informers: Informer[];
-  controller: GatewayController;
+  controller: Controller;
 }
 
 export function setUpGatewayDeploy(deps: {
@@ -30,7 +31,7 @@ export function setUpGatewayDeploy(deps: {
 }): GatewayDeploySetup {
   const names = gatewayNames(deps.namespace, deps.options.name, deps.options.credentialNamespace);
   const informers = gatewayInformers(deps.hub, names, deps.options.ownerClusterRole, deps.informerOptions);
-  const controller = new GatewayController({
+  const gateway = new GatewayController({
     hub: deps.hub,
     addonName: deps.addonName,
     namespace: deps.namespace,
@@ -41,5 +42,5 @@ export function setUpGatewayDeploy(deps: {
     events: new EventRecorder(deps.hub, deps.log, 'cluster-gateway-addon-manager'),
     resyncMs: deps.resyncMs,
   });
-  return { informers: allInformers(informers), controller };
+  return { informers: allInformers(informers), controller: gateway.controller };
 }

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { expandContainerEnv } from '../../../shared/cli-flags.ts';
+import { checkGatewayArgs } from '../../gateway/options.ts';
 import { gatewayNames } from './names.ts';
-import { parseGatewayOptions } from './options.ts';
+import { managedGatewayFlags, parseGatewayOptions } from './options.ts';
 import { gatewayRbac } from './rbac.ts';
 import {
   apiServicePort,
+  checkGatewayCommandLine,
   deployment,
   type GatewaySpec,
+  gatewayArgs,
   podDisruptionBudget,
   service,
   servingHosts,
@@ -82,7 +86,7 @@ describe('gateway workload', () => {
         ['tunnel-peer', 9444],
       ],
     );
-    const leases = gatewayRbac(spec().names).find(
+    const leases = gatewayRbac(spec().names, {}).find(
       (o) => o.kind === 'Role' && /tunnel-leases/.test(o.metadata?.name ?? ''),
     );
     assert.equal(leases?.metadata?.namespace, 'cg-system');
@@ -128,6 +132,29 @@ describe('gateway workload', () => {
       '--log-level=debug',
       '--agent-tunnels=false',
     ]);
+  });
+
+  test("the gateway's own parser reads the manager's flags as meant, $(POD_IP) expanded as the kubelet does", () => {
+    const env = { POD_IP: '10.1.2.3', POD_NAME: 'cluster-gateway-abc' };
+    const o = checkGatewayArgs(expandContainerEnv(gatewayArgs(spec()), env));
+    assert.equal(o.securePort, 9443);
+    assert.equal(o.tlsCertFile, '/etc/cluster-gateway/tls/tls.crt');
+    assert.equal(o.secretNamespace, 'creds');
+    assert.equal(o.tunnelAddonName, 'cluster-gateway');
+    assert.equal(o.tunnelPeers?.address, '10.1.2.3:9444');
+    assert.equal(o.tunnelPeers?.leaseNamespace, 'cg-system');
+    const off = checkGatewayArgs(gatewayArgs(spec({ 'gateway-args': '["--agent-tunnels=false"]' })));
+    assert.equal(off.tunnelPeers, undefined);
+    checkGatewayCommandLine(spec({ 'gateway-args': '["--log-level=debug","--tunnel-lease-duration=20"]' }));
+    assert.throws(
+      () => checkGatewayCommandLine(spec({ 'gateway-args': '["--tunnel-lease-duration=1"]' })),
+      /^Error: --gateway-args: --tunnel-lease-duration: "1" is not a whole number between 3 and 300/,
+    );
+  });
+
+  test('every flag the manager sets is one --gateway-args may not repeat', () => {
+    const set = gatewayArgs(spec()).map((a) => a.slice(2).split('=')[0]);
+    for (const flag of set) assert.ok((managedGatewayFlags as readonly string[]).includes(flag ?? ''), flag);
   });
 
   test('optional pod settings appear only when set', () => {
@@ -179,7 +206,7 @@ describe('gateway workload', () => {
   });
 
   test("RBAC: no wildcard, Secrets in the credential namespace only, Kubernetes' own roles for auth", () => {
-    const objects = gatewayRbac(spec().names) as Loose[];
+    const objects = gatewayRbac(spec().names, {}) as Loose[];
     for (const obj of objects) {
       for (const rule of obj.rules ?? []) {
         for (const list of [rule.apiGroups, rule.resources, rule.verbs]) assert.ok(!list.includes('*'));

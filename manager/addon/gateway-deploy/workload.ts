@@ -5,9 +5,11 @@
  * capabilities, seccomp RuntimeDefault), spreads its replicas over nodes,
  * and never loses a serving replica in a rollout (maxUnavailable 0).
  */
+import { containerEnv, expandContainerEnv } from '../../../shared/cli-flags.ts';
 import type { KubeObject } from '../../../shared/kube/client.ts';
+import { type GatewayFlagValues, renderGatewayArgs } from '../../gateway/options.ts';
 import { type GatewayNames, gatewayObjectLabels, servingCertificateDir, tunnelPeerPort } from './names.ts';
-import type { GatewayDeployOptions } from './options.ts';
+import { checkAsGateway, type GatewayDeployOptions } from './options.ts';
 
 /** What the builders need beyond the names: the options and the addon whose agents may attach. */
 export interface GatewaySpec {
@@ -20,7 +22,7 @@ export interface GatewaySpec {
  * Node flags of the gateway process.
  * - `--max-semi-space-size=2`: V8's young generation grows to 16 MB semi-spaces under the allocation
  *   of large proxied bodies and keeps them. At 2 MB the gateway's RSS after a LIST and 10 MB
- *   benchmark is about 50 MB lower, for no measurable CPU (docs/benchmarks.md, "Memory under load").
+ *   benchmark is about 50 MB lower, for no measurable CPU (docs/benchmarks-log.md, "Memory under load").
  * - `--expose-gc`: the memory trimmer (manager/gateway/memory-trim.ts) needs the one collection that
  *   empties V8's page pool after a burst. main.ts takes it off the global object at startup.
  */
@@ -41,19 +43,40 @@ export function serviceAccount({ names }: GatewaySpec): KubeObject {
   return { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(names) };
 }
 
-/** The gateway's own flags first; the user's (--gateway-args) after, so that they win where both set one. */
+/**
+ * The gateway's own flags first, rendered through the gateway's flag table; the user's (--gateway-args)
+ * after, so that they win where both set one.
+ */
 export function gatewayArgs(spec: GatewaySpec): string[] {
   const { names, options, addonName } = spec;
   return [
-    `--secure-port=${options.port}`,
-    '--bind-address=0.0.0.0',
-    `--tls-cert-file=${servingCertificateDir}/tls.crt`,
-    `--tls-private-key-file=${servingCertificateDir}/tls.key`,
-    `--secret-namespace=${names.credentialNamespace}`,
-    `--tunnel-addon-name=${addonName}`,
-    ...peerArgs(spec),
+    ...renderGatewayArgs({
+      'secure-port': options.port,
+      'bind-address': '0.0.0.0',
+      'tls-cert-file': `${servingCertificateDir}/tls.crt`,
+      'tls-private-key-file': `${servingCertificateDir}/tls.key`,
+      'secret-namespace': names.credentialNamespace,
+      'tunnel-addon-name': addonName,
+      ...peerFlags(spec),
+    }),
     ...options.args,
   ];
+}
+
+/**
+ * The container's environment variables that its args refer to as `$(NAME)`, with a value of the kind
+ * the kubelet puts there (the pod's name and IP are known only once it runs).
+ */
+const sampleFieldRefs: Record<string, string> = { POD_NAME: 'cluster-gateway-0', POD_IP: '10.0.0.1' };
+
+/**
+ * The gateway's whole command line, as its pods would get it, checked by the gateway's own parser:
+ * the manager calls this at start, so that --gateway-args that the gateway would refuse in
+ * combination with the manager's flags (e.g. a --tunnel-lease-duration out of range, checked only
+ * with tunnel sharing on) stop the manager rather than every gateway pod.
+ */
+export function checkGatewayCommandLine(spec: GatewaySpec): void {
+  checkAsGateway(expandContainerEnv(gatewayArgs(spec), sampleFieldRefs));
 }
 
 /** Whether the gateway accepts agent tunnels: on unless --gateway-args turns --agent-tunnels off (the last one wins). */
@@ -70,16 +93,17 @@ export function agentTunnelsOn({ options }: Pick<GatewaySpec, 'options'>): boole
  * previous CA) lets replicas on both sides of a CA rotation trust each other. With one replica it
  * costs a Lease write per tunnel and an idle listener, and a scale-up needs no restart of the pods.
  */
-function peerArgs(spec: GatewaySpec): string[] {
-  if (!agentTunnelsOn(spec)) return [];
-  return [
-    `--tunnel-peer-port=${tunnelPeerPort}`,
-    `--tunnel-peer-cert=${servingCertificateDir}/tls.crt`,
-    `--tunnel-peer-key=${servingCertificateDir}/tls.key`,
-    `--tunnel-peer-ca=${servingCertificateDir}/ca-bundle.crt`,
-    `--tunnel-peer-address=$(POD_IP):${tunnelPeerPort}`,
-    `--tunnel-lease-namespace=${spec.names.namespace}`,
-  ];
+function peerFlags(spec: GatewaySpec): GatewayFlagValues {
+  if (!agentTunnelsOn(spec)) return {};
+  return {
+    'tunnel-peer-port': tunnelPeerPort,
+    'tunnel-peer-cert': `${servingCertificateDir}/tls.crt`,
+    'tunnel-peer-key': `${servingCertificateDir}/tls.key`,
+    'tunnel-peer-ca': `${servingCertificateDir}/ca-bundle.crt`,
+    // The kubelet expands it from the container's env (POD_IP, below).
+    'tunnel-peer-address': `${containerEnv('POD_IP')}:${tunnelPeerPort}`,
+    'tunnel-lease-namespace': spec.names.namespace,
+  };
 }
 
 export function deployment(spec: GatewaySpec): KubeObject {

@@ -12,16 +12,13 @@
  * for good. An approved CSR of a disabled addon is of no use to anyone;
  * pending or denied ones (someone else's, perhaps forged) are left as found.
  */
-import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import { approveCertificateSigningRequest } from '../../../shared/kube/csr-approval.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
-import type { AddonDefinition } from '../addon.ts';
-import { controllerQueue } from '../controller-queue.ts';
-import type { AddonMetrics } from '../metrics.ts';
-import type { WorkQueue } from '../work-queue.ts';
+import type { AddonDefinition } from '../core/addon.ts';
+import { Controller, type ControllerDeps } from '../core/controller.ts';
+import type { ManagedClusterAddOn } from '../core/resources.ts';
 import { type CertificateSigningRequest, decideCsr, isDecided } from './csr-approval.ts';
-import type { ManagedClusterAddOn } from './managed-cluster-addon.ts';
 import { addonNameLabel, clusterNameLabel } from './subject.ts';
 
 /** addon-framework's reason and message (certificate/csrapprove.go), familiar to OCM users. */
@@ -29,6 +26,11 @@ export const approvalReason = 'AutoApprovedByHubCSRApprovingController';
 export const approvalMessage = 'Auto approving addon agent certificate.';
 
 const cleanupPrefix = 'cleanup/';
+
+/** Cleanup keys never collide with CSR names: `/` is not allowed in an object name. */
+function cleanupKey(cluster: string | undefined): string | undefined {
+  return cluster ? `${cleanupPrefix}${cluster}` : undefined;
+}
 
 /** Approved, and by this manager (our reason): never another approver's decision. */
 function isApprovedByUs(csr: CertificateSigningRequest): boolean {
@@ -44,11 +46,9 @@ export function csrLabelSelector(addonName: string): string {
   return `${addonNameLabel}=${addonName}`;
 }
 
-export interface CsrApproverDeps {
+export interface CsrApproverDeps extends ControllerDeps {
   hub: KubeClient;
   addon: Pick<AddonDefinition, 'name' | 'registrationSubject'>;
-  log: Logger;
-  metrics?: AddonMetrics;
   informers: {
     certificateSigningRequests: Informer<CertificateSigningRequest>;
     managedClusterAddOns: Informer<ManagedClusterAddOn>;
@@ -57,58 +57,42 @@ export interface CsrApproverDeps {
 
 export class CsrApprover {
   readonly #deps: CsrApproverDeps;
-  readonly #queue: WorkQueue;
+  readonly controller: Controller;
   readonly #reported = new Set<string>();
 
   constructor(deps: CsrApproverDeps) {
     this.#deps = deps;
-    this.#queue = controllerQueue({
-      controller: 'csr-approver',
-      workers: 4,
-      reconcile: (name) => this.reconcile(name),
-      log: deps.log,
-      metrics: deps.metrics,
-    });
-  }
-
-  start(signal: AbortSignal): void {
-    const { certificateSigningRequests: csrs, managedClusterAddOns: addons } = this.#deps.informers;
-    const enqueue = (csr: CertificateSigningRequest) => {
-      if (!isDecided(csr)) this.#queue.add(csr.metadata.name);
-    };
-    const offCsrs = csrs.on({
-      onAdd: enqueue,
-      onUpdate: (_old, csr) => enqueue(csr),
-      onDelete: (csr) => this.#reported.delete(csr.metadata.name),
-    });
-    // A CSR may be judged before its addon shows up in our cache: look again when it does.
-    const offAddons = addons.on({
-      onAdd: () => csrs.list().forEach(enqueue),
-      onDelete: (mca) => this.#queueCleanup(mca.metadata.namespace),
-    });
-    signal.addEventListener(
-      'abort',
-      () => {
-        offCsrs();
-        offAddons();
+    const { certificateSigningRequests: csrs, managedClusterAddOns: addons } = deps.informers;
+    const undecided = (csr: CertificateSigningRequest) => (isDecided(csr) ? undefined : csr.metadata.name);
+    const allUndecided = () => csrs.list().flatMap((csr) => undecided(csr) ?? []);
+    this.controller = new Controller(
+      {
+        name: 'csr-approver',
+        workers: 4,
+        watches: [
+          // Deleted: forgotten (a CSR of the same name later is reported again).
+          { informer: csrs, add: undecided, update: undecided, delete: (csr) => csr.metadata.name },
+          // A CSR may be judged before its addon shows up in our cache: look again when it does.
+          { informer: addons, add: allUndecided, delete: (mca) => cleanupKey(mca.metadata.namespace) },
+        ],
+        keys: () => [
+          ...allUndecided(),
+          // Disabled while no manager ran: the approved CSRs of addons that no longer exist.
+          ...csrs
+            .list()
+            .filter(isDecided)
+            .flatMap((csr) => cleanupKey(csr.metadata.labels?.[clusterNameLabel]) ?? []),
+        ],
+        sync: (key) => this.reconcile(key),
       },
-      { once: true },
+      deps,
     );
-    csrs.list().forEach(enqueue);
-    // Disabled while no manager ran: the approved CSRs of addons that no longer exist.
-    for (const csr of csrs.list())
-      if (isDecided(csr)) this.#queueCleanup(csr.metadata.labels?.[clusterNameLabel]);
-    this.#queue.start(signal);
-  }
-
-  /** Cleanup keys never collide with CSR names: `/` is not allowed in an object name. */
-  #queueCleanup(cluster: string | undefined): void {
-    if (cluster) this.#queue.add(`${cleanupPrefix}${cluster}`);
   }
 
   /** Deletes the approved CSRs of `cluster`'s addon, if the addon is gone (it may have come back since). */
   async cleanup(cluster: string): Promise<void> {
-    const { hub, addon, log, informers } = this.#deps;
+    const { hub, addon, informers } = this.#deps;
+    const log = this.controller.log;
     if (informers.managedClusterAddOns.get(`${cluster}/${addon.name}`)) return;
     const approved = informers.certificateSigningRequests
       .list()
@@ -130,9 +114,11 @@ export class CsrApprover {
       return;
     }
     const name = key;
-    const { hub, addon, log, informers } = this.#deps;
+    const { hub, addon, informers } = this.#deps;
+    const log = this.controller.log;
     const addonName = addon.name;
     const csr = informers.certificateSigningRequests.get(name);
+    if (!csr) this.#reported.delete(name);
     if (!csr || isDecided(csr)) return;
     const decision = decideCsr(csr, {
       addonName,

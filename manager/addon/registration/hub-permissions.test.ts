@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defineAddon } from '../addon.ts';
+import { defineAddon } from '../core/addon.ts';
 import {
   agentAttachClusterRole,
   agentAttachClusterRoleBinding,

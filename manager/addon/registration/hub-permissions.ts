@@ -32,7 +32,8 @@ import {
   tunnelSubresource,
   tunnelVerb,
 } from '../../../shared/tunnel/protocol.ts';
-import { hubHeartbeatLeaseName, hubPermissionName, type Subject } from './subject.ts';
+import { hubHeartbeatLeaseName } from '../core/addon.ts';
+import { hubPermissionName, type Subject } from './subject.ts';
 
 export interface OwnerAddon {
   apiVersion: string;
@@ -50,16 +51,21 @@ export function ownerReference(addon: OwnerAddon) {
   };
 }
 
+/** An object of the agent's in the cluster namespace, owned by the ManagedClusterAddOn (gone with it). */
+function clusterNamespaceMetadata(addon: OwnerAddon, name: string) {
+  return {
+    name,
+    namespace: addon.namespace,
+    labels: { 'open-cluster-management.io/addon-name': addon.name },
+    ownerReferences: [ownerReference(addon)],
+  };
+}
+
 export function agentHubRole(addon: OwnerAddon): KubeObject {
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
-    metadata: {
-      name: hubPermissionName(addon.name),
-      namespace: addon.namespace,
-      labels: { 'open-cluster-management.io/addon-name': addon.name },
-      ownerReferences: [ownerReference(addon)],
-    },
+    metadata: clusterNamespaceMetadata(addon, hubPermissionName(addon.name)),
     rules: [
       {
         apiGroups: ['coordination.k8s.io'],
@@ -76,12 +82,7 @@ export function agentHubRoleBinding(addon: OwnerAddon, subject: Subject): KubeOb
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
-    metadata: {
-      name: hubPermissionName(addon.name),
-      namespace: addon.namespace,
-      labels: { 'open-cluster-management.io/addon-name': addon.name },
-      ownerReferences: [ownerReference(addon)],
-    },
+    metadata: clusterNamespaceMetadata(addon, hubPermissionName(addon.name)),
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: hubPermissionName(addon.name) },
     // The user alone would do; the per-cluster addon group is bound too, as
     // OCM does (system:authenticated never is: that would be everyone).
@@ -96,19 +97,14 @@ export function agentHubRoleBinding(addon: OwnerAddon, subject: Subject): KubeOb
 
 /**
  * The heartbeat Lease as the manager creates it: no renewTime, so "never
- * renewed" is visible as such (the health controller reports it as waiting
+ * renewed" is visible as such (the availability controller reports it as waiting
  * for the agent's first heartbeat, not as a stale one).
  */
 export function agentHubLease(addon: OwnerAddon, subject: Subject, leaseDurationSeconds: number): KubeObject {
   return {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
-    metadata: {
-      name: hubHeartbeatLeaseName(addon.name),
-      namespace: addon.namespace,
-      labels: { 'open-cluster-management.io/addon-name': addon.name },
-      ownerReferences: [ownerReference(addon)],
-    },
+    metadata: clusterNamespaceMetadata(addon, hubHeartbeatLeaseName(addon.name)),
     spec: { holderIdentity: subject.user, leaseDurationSeconds },
   };
 }

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type pino from 'pino';
+import pino from 'pino';
 import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
-import type { ClusterManagementAddOn } from '../resources.ts';
-import type { ManagedClusterAddOn } from './managed-cluster-addon.ts';
+import type { ClusterManagementAddOn, ManagedClusterAddOn } from '../core/resources.ts';
 import { RegistrationController } from './registration-controller.ts';
 import { addonAgentSubject } from './subject.ts';
 
@@ -40,7 +39,7 @@ function informer<T extends KubeObject>(items: Record<string, T>): Informer<T> {
   } as unknown as Informer<T>;
 }
 
-const log = { info() {}, warn() {}, debug() {}, error() {} } as unknown as pino.Logger;
+const log = pino({ level: 'silent' });
 const addon = {
   name: 'cluster-gateway',
   defaultInstallNamespace: 'open-cluster-management-agent-addon',

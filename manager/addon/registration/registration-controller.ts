@@ -18,19 +18,22 @@
  *
  * Status is written with server-side apply under a field manager of its own,
  * so only these fields are ours: the klusterlet's `kubeClientDriver`, OCM's
- * conditions and the health controller's `Available` are never touched.
+ * conditions and the availability controller's `Available` are never touched.
  */
-import type { Logger } from 'pino';
 import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
 import { objectKey } from '../../../shared/kube/informer.ts';
 import { StatusError } from '../../../shared/kube/status.ts';
-import type { AddonDefinition } from '../addon.ts';
-import { controllerQueue } from '../controller-queue.ts';
-import { type ConditionVerdict, findCondition, nextCondition, sameVerdict } from '../health/conditions.ts';
-import type { AddonMetrics } from '../metrics.ts';
-import { addonApiVersion, type ClusterManagementAddOn } from '../resources.ts';
-import type { WorkQueue } from '../work-queue.ts';
+import { type AddonDefinition, hubHeartbeatLeaseName, specInstallNamespace } from '../core/addon.ts';
+import { applyRegistrationStatus, statusFieldManagers } from '../core/addon-status.ts';
+import {
+  type ConditionVerdict,
+  findCondition,
+  registrationAppliedType,
+  sameVerdict,
+} from '../core/conditions.ts';
+import { Controller, type ControllerDeps } from '../core/controller.ts';
+import { addonApiVersion, type ClusterManagementAddOn, type ManagedClusterAddOn } from '../core/resources.ts';
 import {
   agentAttachClusterRole,
   agentAttachClusterRoleBinding,
@@ -45,11 +48,10 @@ import {
   type OwnerAddon,
   ownerReference,
 } from './hub-permissions.ts';
-import { addonPath, type ManagedClusterAddOn, specInstallNamespace } from './managed-cluster-addon.ts';
-import { hubHeartbeatLeaseName, kubeApiserverClientSigner, type Subject } from './subject.ts';
+import { kubeApiserverClientSigner, type Subject } from './subject.ts';
 
-export const registrationFieldManager = 'cluster-gateway-addon-manager-registration';
-export const registrationAppliedType = 'RegistrationApplied';
+/** Field manager of the agent's permissions and Lease, and of the status fields this controller owns. */
+export const registrationFieldManager = statusFieldManagers.registration;
 
 /** OCM's reasons (api addon/v1alpha1 types_managedclusteraddon.go; messages as addon-framework writes them). */
 export const registrationApplied: ConditionVerdict = {
@@ -65,12 +67,10 @@ export function registrationFailed(err: unknown): ConditionVerdict {
   };
 }
 
-export interface RegistrationControllerDeps {
+export interface RegistrationControllerDeps extends ControllerDeps {
   hub: KubeClient;
   addon: Pick<AddonDefinition, 'name' | 'registrationSubject' | 'defaultInstallNamespace'> &
     Partial<Pick<AddonDefinition, 'credentialNamespace'>>;
-  log: Logger;
-  metrics?: AddonMetrics;
   informers: {
     managedClusterAddOns: Informer<ManagedClusterAddOn>;
     /** Owner of the cluster-scoped tunnel permissions; without it they have no owner. */
@@ -80,7 +80,7 @@ export interface RegistrationControllerDeps {
   };
   /** The resolved agent install namespace (AddOnDeploymentConfig aware); default: spec or OCM's default. */
   installNamespace?: (addon: ManagedClusterAddOn) => string | Promise<string>;
-  /** leaseDurationSeconds written into the heartbeat Lease (informational; the health controller decides staleness). */
+  /** leaseDurationSeconds written into the heartbeat Lease (informational; the availability controller decides staleness). */
   heartbeatLeaseDurationSeconds?: number;
   /**
    * The tunnel trust model the addon's configuration picks for this cluster (deploy/deployment-config.ts,
@@ -101,62 +101,51 @@ type OwnedObject = KubeObject & { metadata?: { ownerReferences?: { uid?: string 
 
 export class RegistrationController {
   readonly #deps: RegistrationControllerDeps;
-  readonly #queue: WorkQueue;
+  readonly controller: Controller;
   /** Clusters known to hold no credential Secret grant: not deleted again on every resync. */
   readonly #noCredentialGrant = new Set<string>();
 
   constructor(deps: RegistrationControllerDeps) {
     this.#deps = deps;
-    this.#queue = controllerQueue({
-      controller: 'registration',
-      workers: 4,
-      reconcile: (key) => this.reconcile(key),
-      log: deps.log,
-      metrics: deps.metrics,
-    });
-  }
-
-  start(signal: AbortSignal): void {
-    const { managedClusterAddOns: addons } = this.#deps.informers;
-    const enqueue = (obj: ManagedClusterAddOn) => {
-      if (obj.metadata.name === this.#deps.addon.name) this.#queue.add(objectKey(obj));
-    };
-    // A deleted ManagedClusterAddOn: its cluster-scoped tunnel permission is ours to remove.
-    const off = addons.on({ onAdd: enqueue, onUpdate: (_old, obj) => enqueue(obj), onDelete: enqueue });
-    signal.addEventListener('abort', off, { once: true });
+    const { managedClusterAddOns: addons, heartbeatLeases } = deps.informers;
+    const addonName = deps.addon.name;
+    // A deleted ManagedClusterAddOn too: its cluster-scoped tunnel permission is ours to remove.
+    const ofAddon = (obj: ManagedClusterAddOn) =>
+      obj.metadata.name === addonName ? objectKey(obj) : undefined;
     // A heartbeat Lease deleted, or naming another owner than the live addon, is repaired at once (not on the
     // next resync), before the garbage collector deletes it. Renewals alone enqueue nothing.
-    const leaseName = hubHeartbeatLeaseName(this.#deps.addon.name);
-    const leaseKey = (lease: OwnedObject) =>
+    const leaseName = hubHeartbeatLeaseName(addonName);
+    const ofLease = (lease: OwnedObject) =>
       lease.metadata?.namespace && lease.metadata.name === leaseName
-        ? `${lease.metadata.namespace}/${this.#deps.addon.name}`
+        ? `${lease.metadata.namespace}/${addonName}`
         : undefined;
     const ifStaleOwner = (lease: OwnedObject) => {
-      const key = leaseKey(lease);
+      const key = ofLease(lease);
       const uid = key ? addons.get(key)?.metadata.uid : undefined;
-      if (key && uid && !lease.metadata?.ownerReferences?.some((r) => r.uid === uid)) this.#queue.add(key);
+      return key && uid && !lease.metadata?.ownerReferences?.some((r) => r.uid === uid) ? key : undefined;
     };
-    const offLeases = this.#deps.informers.heartbeatLeases?.on({
-      onAdd: ifStaleOwner,
-      onUpdate: (_old, lease) => ifStaleOwner(lease),
-      onDelete: (lease) => {
-        const key = leaseKey(lease);
-        if (key) this.#queue.add(key);
+    this.controller = new Controller(
+      {
+        name: 'registration',
+        workers: 4,
+        watches: [
+          { informer: addons, add: ofAddon, update: ofAddon, delete: ofAddon },
+          ...(heartbeatLeases
+            ? [{ informer: heartbeatLeases, add: ifStaleOwner, update: ifStaleOwner, delete: ofLease }]
+            : []),
+        ],
+        keys: () => addons.list().flatMap((obj) => ofAddon(obj) ?? []),
+        // Someone deleting the Role or RoleBinding is repaired on this resync.
+        resyncMs: 60_000,
+        sync: (key) => this.reconcile(key),
       },
-    });
-    if (offLeases) signal.addEventListener('abort', offLeases, { once: true });
-    for (const obj of addons.list()) enqueue(obj);
-    this.#queue.start(signal);
-    // Someone deleting the Role or RoleBinding is repaired on this resync.
-    const resync = setInterval(() => {
-      for (const obj of addons.list()) enqueue(obj);
-    }, 60_000);
-    resync.unref();
-    signal.addEventListener('abort', () => clearInterval(resync), { once: true });
+      deps,
+    );
   }
 
   async reconcile(key: string): Promise<undefined> {
-    const { hub, log } = this.#deps;
+    const { hub } = this.#deps;
+    const log = this.controller.log;
     const addonName = this.#deps.addon.name;
     const addon = this.#deps.informers.managedClusterAddOns.get(key);
     if (!addon || addon.metadata.name !== addonName || addon.metadata.deletionTimestamp) {
@@ -239,16 +228,7 @@ export class RegistrationController {
       current?.namespace === namespace &&
       sameVerdict(condition, verdict);
     if (!upToDate) {
-      await hub.apply(
-        addonPath(cluster, addonName, 'status'),
-        {
-          apiVersion: addonApiVersion,
-          kind: 'ManagedClusterAddOn',
-          metadata: { name: addonName, namespace: cluster },
-          status: { ...desired, conditions: [nextCondition(condition, registrationAppliedType, verdict)] },
-        },
-        registrationFieldManager,
-      );
+      await applyRegistrationStatus(hub, addon, desired, verdict);
       log.info(
         { cluster, addon: addonName, reason: verdict.reason, namespace },
         'registration status written',
@@ -264,7 +244,7 @@ export class RegistrationController {
     const clusterRbac = '/apis/rbac.authorization.k8s.io/v1';
     await this.#deps.hub.delete(`${clusterRbac}/clusterrolebindings/${name}`);
     await this.#deps.hub.delete(`${clusterRbac}/clusterroles/${name}`);
-    this.#deps.log.info({ cluster, addon: this.#deps.addon.name }, 'agent tunnel permission removed');
+    this.controller.log.info({ cluster, addon: this.#deps.addon.name }, 'agent tunnel permission removed');
   }
 
   /**
@@ -284,7 +264,7 @@ export class RegistrationController {
     const secret = await this.#deps.hub.getOptional(secretPath);
     if (secret?.metadata?.labels?.[agentWrittenSecret.label] === agentWrittenSecret.value) {
       await this.#deps.hub.delete(secretPath);
-      this.#deps.log.info(
+      this.controller.log.info(
         { cluster, secret: `${namespace}/${cluster}` },
         'the cluster credential Secret its agent wrote is removed with the addon',
       );
@@ -308,7 +288,7 @@ export class RegistrationController {
         await this.#deps.hub.mergePatch(leasePath, {
           metadata: { ownerReferences: [ownerReference(owner)] },
         });
-        this.#deps.log.info(
+        this.controller.log.info(
           { cluster: owner.namespace, lease: leasePath },
           'heartbeat Lease handed to the current ManagedClusterAddOn (it named a deleted one)',
         );

@@ -42,11 +42,6 @@ export function registrationAgentGroup(cluster: string): string {
   return `${ocmSubjectPrefix}${cluster}`;
 }
 
-/** The agent's heartbeat Lease on the hub, in the cluster namespace: the manager creates it, the agent renews it. */
-export function hubHeartbeatLeaseName(addon: string): string {
-  return addon;
-}
-
 /** The agent's hub Role and RoleBinding in the cluster namespace. */
 export function hubPermissionName(addon: string): string {
   return `open-cluster-management:${addon}:agent`;

@@ -14,24 +14,20 @@
  * their fields without removing it. With the owner missing or being deleted
  * (an uninstall in progress) nothing is written.
  */
-import type { Logger } from 'pino';
 import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
 import { Informer, type InformerOptions } from '../../../shared/kube/informer.ts';
-import { controllerQueue, startWhenSynced } from '../controller-queue.ts';
-import type { AddonMetrics } from '../metrics.ts';
-import { addonApi, addonApiVersion, type OwnerReference } from '../resources.ts';
-import type { ProcessResult, WorkQueue } from '../work-queue.ts';
+import { Controller, type ControllerDeps } from '../core/controller.ts';
+import { addonApiVersion, clusterManagementAddOnPath, type OwnerReference } from '../core/resources.ts';
+import type { ProcessResult } from '../core/work-queue.ts';
 
 export const releaseOwnerFieldManager = 'cluster-gateway-addon-manager-release-owner';
 const key = 'owners';
 
-export interface ReleaseOwnerDeps {
+export interface ReleaseOwnerDeps extends ControllerDeps {
   hub: Pick<KubeClient, 'apply' | 'getOptional'>;
   addonName: string;
   ownerClusterRole: string;
   informers: { owner: Informer<KubeObject>; clusterManagementAddOns: Informer<KubeObject> };
-  log: Logger;
-  metrics?: AddonMetrics;
   /** Looked at again this often: the webhook configuration has no informer (default 1 min). */
   resyncMs?: number;
 }
@@ -40,7 +36,7 @@ export interface ReleaseOwnerDeps {
 export function ownedObjects(addonName: string) {
   return [
     {
-      path: `${addonApi}/clustermanagementaddons/${addonName}`,
+      path: clusterManagementAddOnPath(addonName),
       apiVersion: addonApiVersion,
       kind: 'ClusterManagementAddOn',
       name: addonName,
@@ -56,32 +52,24 @@ export function ownedObjects(addonName: string) {
 
 export class ReleaseOwner {
   readonly #d: ReleaseOwnerDeps;
-  readonly #log: Logger;
-  readonly queue: WorkQueue;
+  readonly controller: Controller;
 
   constructor(deps: ReleaseOwnerDeps) {
     this.#d = deps;
-    this.#log = deps.log.child({ controller: 'release-owner' });
-    this.queue = controllerQueue({
-      controller: 'release-owner',
-      reconcile: () => this.reconcile(),
-      log: this.#log,
-      metrics: deps.metrics,
-    });
-  }
-
-  start(signal: AbortSignal): void {
-    const requeue = () => this.queue.add(key);
-    const { owner, clusterManagementAddOns } = this.#d.informers;
-    const off = [
-      owner.on({ onAdd: requeue, onUpdate: requeue }),
-      clusterManagementAddOns.on({ onAdd: requeue, onUpdate: requeue }),
-    ];
-    startWhenSynced(this.queue, signal, {
-      synced: [owner.synced, clusterManagementAddOns.synced],
-      initial: requeue,
-      cleanup: off,
-    });
+    const { owner, clusterManagementAddOns } = deps.informers;
+    const owned = { add: () => key, update: () => key };
+    this.controller = new Controller(
+      {
+        name: 'release-owner',
+        watches: [
+          { informer: owner, ...owned },
+          { informer: clusterManagementAddOns, ...owned },
+        ],
+        keys: () => key,
+        sync: () => this.reconcile(),
+      },
+      deps,
+    );
   }
 
   async reconcile(): Promise<ProcessResult> {
@@ -109,7 +97,7 @@ export class ReleaseOwner {
         },
         releaseOwnerFieldManager,
       );
-      this.#log.info(
+      this.controller.log.info(
         { kind: target.kind, name: target.name, owner: ownerClusterRole },
         'owned by the release: removed with it',
       );
@@ -125,15 +113,15 @@ export function setUpReleaseOwner(
     clusterManagementAddOns: Informer<KubeObject>;
     informerOptions: Pick<InformerOptions, 'onError'>;
   },
-): { informers: Informer[]; controller: ReleaseOwner } {
+): { informers: Informer[]; controller: Controller } {
   const owner = new Informer<KubeObject>(deps.hub, {
     path: '/apis/rbac.authorization.k8s.io/v1/clusterroles',
     fieldSelector: `metadata.name=${deps.ownerClusterRole}`,
     ...deps.informerOptions,
   });
-  const controller = new ReleaseOwner({
+  const releaseOwner = new ReleaseOwner({
     ...deps,
     informers: { owner, clusterManagementAddOns: deps.clusterManagementAddOns },
   });
-  return { informers: [owner], controller };
+  return { informers: [owner], controller: releaseOwner.controller };
 }

@@ -1,6 +1,10 @@
 /**
  * metav1.ListOptions from a query string, validated the way the apiserver
  * does, so a bad request is a 400 before anything is streamed.
+ *
+ * Whether a request is a watch is not read here: routes.ts serves the verb
+ * the request was authorized as (auth/request-attributes.ts decides list or
+ * watch), so what is served cannot differ from what was authorized.
  */
 
 import { badRequest } from './response.ts';
@@ -14,7 +18,6 @@ import {
 export interface ListOptions {
   labelSelector: LabelSelector;
   fieldSelector: FieldSelector;
-  watch: boolean;
   resourceVersion: string;
   allowWatchBookmarks: boolean;
   /** undefined when not given (the watch-list feature's opt-in). */
@@ -29,15 +32,10 @@ function queryBool(query: URLSearchParams, name: string): boolean | undefined {
   return !['false', '0'].includes(value.toLowerCase());
 }
 
-export function isWatchRequest(query: URLSearchParams): boolean {
-  return queryBool(query, 'watch') ?? false;
-}
-
 export function parseListOptions(query: URLSearchParams): ListOptions {
   const options: ListOptions = {
     labelSelector: parseLabelSelector(query.get('labelSelector')),
     fieldSelector: parseFieldSelector(query.get('fieldSelector')),
-    watch: queryBool(query, 'watch') ?? false,
     resourceVersion: query.get('resourceVersion') ?? '',
     allowWatchBookmarks: queryBool(query, 'allowWatchBookmarks') ?? false,
   };

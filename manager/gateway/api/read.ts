@@ -1,7 +1,8 @@
 /**
  * GET and LIST of clustergateways (and GET of the health subresource),
  * from the in-memory directory, in whatever representation the client
- * negotiated. Watches go to watch.ts (see isWatchRequest).
+ * negotiated. Watches go to watch.ts: routes.ts sends a collection GET there
+ * when it was authorized as a watch (auth/request-attributes.ts).
  *
  * Before every source has synced, a missing name or a list would be a lie
  * ("that cluster does not exist"), so those answer 503 and clients retry.

@@ -5,12 +5,7 @@
  * the CA files are PEM bundles, the header and name lists JSON arrays.
  */
 import type { X509Certificate } from 'node:crypto';
-import { parsePemBundle } from './x509-chain.ts';
-
-export const authenticationConfigMap = {
-  namespace: 'kube-system',
-  name: 'extension-apiserver-authentication',
-} as const;
+import { parsePemBundle } from '../../../shared/x509-chain.ts';
 
 /** Headers the kube-apiserver uses when the ConfigMap does not list any. */
 export const defaultUsernameHeaders = ['x-remote-user'];

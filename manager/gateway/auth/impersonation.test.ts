@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  identityToPenetrate,
-  impersonationHeaders,
-  isImpersonationHeader,
-  penetrationRequested,
-} from './impersonation.ts';
-import type { UserInfo } from './user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
+import { identityToPenetrate, penetrationRequested } from './impersonation.ts';
 
 const alice: UserInfo = {
   name: 'alice',
@@ -35,24 +30,4 @@ test('the caller is impersonated per request or always with the global gate, wit
   const copy = identityToPenetrate(alice, new URLSearchParams(), { always: true })!;
   copy.groups.push('x');
   assert.deepEqual(alice.groups, ['dev', 'system:authenticated']);
-});
-
-test('headers as client-go writes them, extra keys percent-encoded', () => {
-  assert.deepEqual(impersonationHeaders({ ...alice, extra: { ...alice.extra, 'Ünï code%': ['v'] } }), [
-    ['Impersonate-User', 'alice'],
-    ['Impersonate-Group', 'dev'],
-    ['Impersonate-Group', 'system:authenticated'],
-    ['Impersonate-Uid', 'hub-uid'],
-    ['Impersonate-Extra-example.com%2Fscopes', 'view'],
-    ['Impersonate-Extra-example.com%2Fscopes', 'edit'],
-    ['Impersonate-Extra-%C3%9Cn%C3%AF%20code%25', 'v'],
-  ]);
-  // Round trip: the apiserver lower-cases and percent-decodes the key.
-  assert.equal(decodeURIComponent('%C3%9Cn%C3%AF%20code%25'), 'Ünï code%');
-});
-
-test('client-supplied impersonation headers are recognised for stripping', () => {
-  assert.equal(isImpersonationHeader('Impersonate-User'), true);
-  assert.equal(isImpersonationHeader('impersonate-extra-scopes'), true);
-  assert.equal(isImpersonationHeader('X-Remote-User'), false);
 });

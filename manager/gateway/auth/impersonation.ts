@@ -5,10 +5,11 @@
  *
  * As in the Go original: per request with `?impersonate=true` (exactly
  * "true"), or for every request with the ClientIdentityPenetration gate.
- * The proxy module applies the headers, after stripping any Impersonate-*
- * header the client sent: only the authenticated identity may be asserted.
+ * The proxy module applies the headers (shared/forward/headers.ts), after stripping
+ * any Impersonate-* header the client sent: only the authenticated identity
+ * may be asserted.
  */
-import type { UserInfo } from './user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 
 export interface IdentityPenetrationOptions {
   /** The ClientIdentityPenetration feature gate: penetrate on every proxied request. */
@@ -35,35 +36,4 @@ export function identityToPenetrate(
 ): UserInfo | undefined {
   if (!options.always && !penetrationRequested(query)) return undefined;
   return { name: user.name, groups: [...user.groups], extra: { ...user.extra } };
-}
-
-/** Impersonate-* headers asserting `user`, as client-go's impersonating transport writes them. */
-export function impersonationHeaders(user: UserInfo): Array<[name: string, value: string]> {
-  const headers: Array<[string, string]> = [['Impersonate-User', user.name]];
-  for (const group of user.groups) headers.push(['Impersonate-Group', group]);
-  if (user.uid) headers.push(['Impersonate-Uid', user.uid]);
-  for (const [key, values] of Object.entries(user.extra)) {
-    for (const value of values) headers.push([`Impersonate-Extra-${escapeExtraKey(key)}`, value]);
-  }
-  return headers;
-}
-
-/** Client-supplied impersonation headers, which the proxy must drop. */
-export function isImpersonationHeader(name: string): boolean {
-  return name.toLowerCase().startsWith('impersonate-');
-}
-
-// RFC 7230 token characters, minus "%": an extra key such as
-// "example.com/scopes" is percent-encoded byte by byte, the inverse of the
-// apiserver's url.PathUnescape on the header name.
-const tokenChars = /^[!#$&'*+\-.^_`|~0-9A-Za-z]$/;
-
-function escapeExtraKey(key: string): string {
-  let escaped = '';
-  for (const byte of Buffer.from(key, 'utf8')) {
-    const char = String.fromCharCode(byte);
-    escaped +=
-      byte < 0x80 && tokenChars.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return escaped;
 }

@@ -10,7 +10,7 @@
  * cache by identity.
  */
 import type { IncomingMessage } from 'node:http';
-import { peerCertificates, subjectNames, verifyClientChain } from './x509-chain.ts';
+import { peerCertificates, subjectNames, verifyClientChain } from '../../../shared/x509-chain.ts';
 
 export type PeerVerification =
   | { ok: true; commonName: string; organizations: string[] }

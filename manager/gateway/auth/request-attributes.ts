@@ -15,6 +15,9 @@
  * - Without a name, get becomes list, or watch when `watch` is set to
  *   anything but "false"/"0", and delete becomes deletecollection; a
  *   `fieldSelector=metadata.name=<n>` on a list or watch fills in the name.
+ *   This verb is also what routes.ts serves on the clustergateways
+ *   collection (a watch stream or a list): one decision, so the gateway
+ *   never serves a list it authorized as a watch, or the reverse.
  * - `/<version>/watch/...` and `/<version>/proxy/...` set the verb from
  *   the path (the legacy special verbs).
  *
@@ -23,10 +26,11 @@
  * metainternalversionscheme.ParameterCodec decodes them. For the gateway's
  * own API the query is the one its handlers read (URLSearchParams).
  */
+
+import type { AuthorizationAttributes } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { parseLabelSelector } from '../api/selectors.ts';
 import { goPathUnescape, parseGoQuery } from './go-url.ts';
-import type { AuthorizationAttributes } from './user.ts';
 
 /** Query parameters as the server executing the request reads them: every value of each key, in order. */
 export type QueryValues = ReadonlyMap<string, readonly string[]>;

@@ -13,6 +13,7 @@
  * silently becomes some other identity.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Authenticator, UserInfo } from '../../../shared/identity/user.ts';
 import { RejectedCredentialsError } from './auth-errors.ts';
 import {
   defaultUsernameHeaders,
@@ -21,7 +22,6 @@ import {
 } from './authentication-config.ts';
 import { allHeaderValues, firstHeaderValue, removeHeaders } from './header-utils.ts';
 import { verifyPeer } from './peer-verification.ts';
-import type { Authenticator, UserInfo } from './user.ts';
 
 export interface RequestHeaderAuthenticatorOptions {
   /** Initial ConfigMap data; without it every identity header is rejected until update(). */

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import type { AuthorizationAttributes, UserInfo } from '../../../shared/identity/user.ts';
 import { StatusError } from '../../../shared/kube/status.ts';
 import { SubjectAccessReviewAuthorizer, subjectAccessReviewPath } from './sar-authorizer.ts';
 import { type FakeKube, type ReviewReply, startFakeKube } from './testing.ts';
-import type { AuthorizationAttributes, UserInfo } from './user.ts';
 
 const alice: UserInfo = {
   name: 'alice',

@@ -10,11 +10,16 @@
  * a deny: a hub outage must not look like a permission problem.
  */
 import { createHash } from 'node:crypto';
+import type {
+  AuthorizationAttributes,
+  Authorizer,
+  Decision,
+  UserInfo,
+} from '../../../shared/identity/user.ts';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import { reviewFailure } from './auth-errors.ts';
 import { matchesPath } from './path-patterns.ts';
 import { TtlCache } from './ttl-cache.ts';
-import type { AuthorizationAttributes, Authorizer, Decision, UserInfo } from './user.ts';
 
 export interface SubjectAccessReviewAuthorizerOptions {
   client: Pick<KubeClient, 'request'>;

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import type { Authenticator, UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { type CertificateAuthority, createCertificateAuthority, type KeyPair } from '../../../shared/pki.ts';
 import { RejectedCredentialsError, unauthorized } from './auth-errors.ts';
@@ -9,7 +10,6 @@ import { RequestHeaderAuthenticator } from './request-header.ts';
 import { type AuthServer, type FakeKube, request, startAuthServer, startFakeKube } from './testing.ts';
 import { TokenReviewAuthenticator } from './token-review.ts';
 import { UnionAuthenticator } from './union.ts';
-import type { Authenticator, UserInfo } from './user.ts';
 
 const fakeRequest = (url = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways') =>
   ({ url }) as IncomingMessage;

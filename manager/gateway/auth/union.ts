@@ -10,10 +10,10 @@
  * identity, since authorization and identity penetration depend on it.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Authenticator, UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { RejectedCredentialsError } from './auth-errors.ts';
 import { matchesPath } from './path-patterns.ts';
-import type { Authenticator, UserInfo } from './user.ts';
 
 export const anonymousUser = 'system:anonymous';
 export const unauthenticatedGroup = 'system:unauthenticated';

@@ -4,15 +4,15 @@ import { webcrypto, X509Certificate } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import * as x509 from '@peculiar/x509';
 import { createCertificateAuthority } from '../../../shared/pki.ts';
-import { RequestHeaderAuthenticator } from './request-header.ts';
-import { request, startAuthServer } from './testing.ts';
 import {
   isDirectlyTrustedServer,
   type PeerCertificates,
   parsePemBundle,
   subjectNames,
   verifyClientChain,
-} from './x509-chain.ts';
+} from '../../../shared/x509-chain.ts';
+import { RequestHeaderAuthenticator } from './request-header.ts';
+import { request, startAuthServer } from './testing.ts';
 
 // shared/pki.ts issues leaves only; these tests need intermediate CAs too.
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);

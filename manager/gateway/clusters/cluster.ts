@@ -11,7 +11,6 @@ import type { Duplex } from 'node:stream';
 import type { TunnelStreamKind } from '../../../shared/tunnel/protocol.ts';
 
 export type EndpointType = 'Const' | 'ClusterProxy';
-export type CredentialType = 'ServiceAccountToken' | 'X509Certificate' | 'Dynamic';
 
 export interface ConstEndpoint {
   type: 'Const';
@@ -69,7 +68,7 @@ export type Credential =
 export interface ClusterHealth {
   healthy: boolean;
   reason?: string;
-  /** Not probed yet (health/precedence.ts): shown as not healthy, but not rejected by --reject-unhealthy. */
+  /** Not probed yet (clusters/health-precedence.ts): shown as not healthy, but not rejected by --reject-unhealthy. */
   unknown?: boolean;
 }
 

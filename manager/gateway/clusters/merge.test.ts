@@ -112,7 +112,7 @@ test("health precedence: an operator's unhealthy mark, then the prober, then the
     healthy: false,
     reason: 'ConnectionTimeout',
   });
-  // The mark wins over a prober that still reaches the cluster (health/precedence.ts).
+  // The mark wins over a prober that still reaches the cluster (clusters/health-precedence.ts).
   assert.deepEqual(
     mergeCluster({ name: 'c1', secret: secretInfo, managed, health: { healthy: true } })?.health,
     { healthy: false, reason: 'ConnectionTimeout' },

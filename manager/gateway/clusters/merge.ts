@@ -37,7 +37,7 @@
  *   --insecure-skip-tls-verify-when-no-ca flag, and then shows as
  *   `insecure: true` on the object.
  * - Credential: only ever from the Secret.
- * - Health: resolveHealth (health/precedence.ts): an operator's unhealthy
+ * - Health: resolveHealth (clusters/health-precedence.ts): an operator's unhealthy
  *   mark (status annotations on the Secret, else on the ManagedCluster,
  *   written by the health subresource) wins until cleared; then the
  *   prober's overlay; then the mark; then the ManagedCluster's Available
@@ -45,9 +45,10 @@
  *   certificate failure of a Secret without a CA says so, and how to fix it.
  * - Labels and annotations: the ManagedCluster's, overridden by the Secret's.
  */
-import { healthFromAnnotations, resolveHealth } from '../health/precedence.ts';
+
 import type { ClusterHealth, ClusterTarget, Endpoint, TunnelEndpoint } from './cluster.ts';
 import { connectionKey } from './connection-key.ts';
+import { healthFromAnnotations, resolveHealth } from './health-precedence.ts';
 import type { ManagedClusterInfo } from './managedcluster-source.ts';
 import type { SecretClusterInfo } from './secret-source.ts';
 
@@ -98,7 +99,7 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
     labels: { ...managed?.labels, ...secret?.labels },
     annotations: { ...managed?.annotations, ...secret?.annotations },
     creationTimestamp: secret?.creationTimestamp || managed?.creationTimestamp || tunnel?.connectedAt || '',
-    // Precedence (an operator's unhealthy mark wins over the prober): health/precedence.ts.
+    // Precedence (an operator's unhealthy mark wins over the prober): clusters/health-precedence.ts.
     health: explainHealth(
       resolveHealth({
         mark: secret?.health ?? healthFromAnnotations(managed?.annotations),

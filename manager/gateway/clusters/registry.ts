@@ -143,7 +143,7 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
 
   /**
    * Health from a prober; overrides a healthy mark and ManagedCluster conditions, but not an
-   * operator's unhealthy mark (health/precedence.ts). undefined clears it.
+   * operator's unhealthy mark (clusters/health-precedence.ts). undefined clears it.
    */
   setHealth(name: string, health: ClusterHealth | undefined): void {
     // A probe that ends after its cluster was deleted must not bring back an entry for it.

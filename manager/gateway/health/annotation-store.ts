@@ -3,7 +3,7 @@
  * original's annotations, `status.cluster.core.oam.dev/healthy` and
  * `.../healthy-reason`, on the cluster's credential Secret. The Secret
  * informer brings them back into the registry (secret-source.ts parses
- * them, health/precedence.ts ranks them), so every replica agrees and a
+ * them, clusters/health-precedence.ts ranks them), so every replica agrees and a
  * restart keeps the mark.
  *
  * A cluster without a credential Secret (an agent-tunnel cluster known to

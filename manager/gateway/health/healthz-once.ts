@@ -5,7 +5,7 @@
  * through http.request, that one request cost 860 µs of CPU on top of the connection itself (a
  * ClientRequest, the Agent's socket bookkeeping, a parser, an IncomingMessage, timers): 2,138 µs
  * per probe against 1,278 µs for a bare resumed TLS connection; written by hand, 1,675 µs
- * (`npm run bench:probe`, docs/benchmarks.md). At 1,000 clusters the prober makes 25 of these a
+ * (`npm run bench:probe`, docs/benchmarks-log.md). At 1,000 clusters the prober makes 25 of these a
  * second, for one word ("ok").
  * The answer needs its status line and the start of its body, nothing more, so that is all this
  * reads: HTTP/1.1 with `Connection: close`, the body by Content-Length, chunks or the end of the

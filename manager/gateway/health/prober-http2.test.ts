@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createConnectionPools } from '../proxy/pool.ts';
+import { createClusterPools } from '../proxy/cluster-pools.ts';
 import { clusterTarget, constEndpoint, startUpstream } from '../proxy/test-kit.ts';
 import { HealthProber } from './prober.ts';
 
@@ -17,7 +17,7 @@ test('probes over the HTTP/2 session the proxy holds open', async () => {
     else res.writeHead(500).end('not ok');
   });
   upstream.server.on('secureConnection', () => connections++);
-  const pools = createConnectionPools();
+  const pools = createClusterPools();
   const target = clusterTarget('c1', await constEndpoint(upstream.port));
   const prober = new HealthProber({ list: () => [target], setHealth: () => {}, pools, intervalMs: 60_000 });
   try {

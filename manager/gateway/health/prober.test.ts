@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { ClusterEvent, ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
-import { type ConnectionPools, createConnectionPools } from '../proxy/pool.ts';
+import { type ClusterPools, createClusterPools } from '../proxy/cluster-pools.ts';
 import { HealthProber, type ProberOptions } from './prober.ts';
 
 let server: http.Server;
@@ -71,8 +71,8 @@ function harness(count: number, options: Partial<ProberOptions> = {}): Harness {
   const health = new Map<string, ClusterHealth>();
   const listeners = new Set<(event: ClusterEvent) => void>();
   const forgotten: string[] = [];
-  const real = options.pools ?? createConnectionPools();
-  const pools: ConnectionPools = {
+  const real = options.pools ?? createClusterPools();
+  const pools: ClusterPools = {
     ...real,
     get: (t) => real.get(t),
     forget: (name) => {
@@ -254,7 +254,7 @@ test('shared pools are the proxy’s: the prober neither forgets nor closes them
 });
 
 test('a probe keeps no connection of its own, and reuses one the proxy keeps warm', async () => {
-  const pools = createConnectionPools();
+  const pools = createClusterPools();
   const h = harness(3, { sharedPools: true, pools });
   const connections = load.connections;
   h.prober.start();

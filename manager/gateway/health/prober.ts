@@ -5,10 +5,10 @@
  * also requires the ManagedCluster's Available condition. The result feeds
  * the registry, so `kubectl get clustergateways` and --reject-unhealthy
  * see it. An operator's unhealthy mark (health subresource) still wins
- * over what the prober finds, until it is cleared: see precedence.ts.
+ * over what the prober finds, until it is cleared: see clusters/health-precedence.ts.
  *
  * Scheduling, so that 1,000 clusters cost what one does times 1,000 and no
- * more (docs/benchmarks.md, "Scale"):
+ * more (docs/benchmarks-log.md, "Scale"):
  * - each cluster has its own due time: the first probe as soon as the
  *   cluster is seen, the second at a random point of the interval, then
  *   every interval ± `jitter`. Probes are spread over the interval instead
@@ -27,20 +27,21 @@
  *   handshakes cost instead: 2.0 ms of CPU each on the bench machine,
  *   of which 1.7 ms is the resumed TLS connection itself (`npm run
  *   bench:probe`), the request being written by hand (healthz-once.ts)
- *   and no TLS context built for it (proxy/one-shot-tls.ts).
+ *   and no TLS context built for it (shared/transport/one-shot-tls.ts).
  * - no probe runs before every source has listed its clusters
  *   (`sourcesSynced`), and a cluster whose endpoint, credential or problem
  *   changes is probed again at once: a verdict is never about data that
  *   was incomplete or has since changed for longer than one probe takes.
  * Until its first probe a cluster is neither healthy nor unhealthy but
- * unknown (precedence.ts), which --reject-unhealthy does not reject.
+ * unknown (clusters/health-precedence.ts), which --reject-unhealthy does not reject.
  */
 
 import type { Agent } from 'node:http';
 import type { OutgoingHttpHeaders } from 'node:http2';
+import type { Http2Sessions } from '../../../shared/transport/http2-sessions.ts';
+import type { Upstream } from '../../../shared/transport/upstream.ts';
 import type { ClusterEvent, ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
-import type { Http2Sessions } from '../proxy/http2-sessions.ts';
-import type { ConnectionPools, Upstream } from '../proxy/pool.ts';
+import type { ClusterPools } from '../proxy/cluster-pools.ts';
 import { getHealthz } from './healthz-once.ts';
 
 export interface ProberOptions {
@@ -51,7 +52,7 @@ export interface ProberOptions {
   /**
    * Whether every source of clusters has completed its initial list. No probe runs before: a
    * cluster known from its Secret alone, while the ManagedCluster that gives its URL is still
-   * being listed, would read unhealthy ("no endpoint") until its next probe (docs/benchmarks.md,
+   * being listed, would read unhealthy ("no endpoint") until its next probe (docs/benchmarks-log.md,
    * "Scale": 25 of 5,000 after a restart, for 200 s). Default: always.
    */
   sourcesSynced?: () => boolean;
@@ -60,7 +61,7 @@ export interface ProberOptions {
   setHealth: (name: string, health: ClusterHealth) => void;
   /** The ManagedCluster's own view, when the cluster is an OCM ManagedCluster. */
   managedClusterHealth?: (name: string) => ClusterHealth | undefined;
-  pools: ConnectionPools;
+  pools: ClusterPools;
   /** The pools are the proxy's too: the proxy forgets deleted clusters and closes them, not the prober. */
   sharedPools?: boolean;
   intervalMs: number;
@@ -303,10 +304,11 @@ export class HealthProber {
       return probeOverHttp2(upstream, upstream.http2, timeoutMs, this.#o.userAgent);
     const userAgent = this.#o.userAgent ?? 'cluster-gateway';
     const path = `${upstream.basePath}/healthz`;
-    // A connection kept for every cluster costs about 100 KB of RSS each (docs/benchmarks.md, "Scale"):
+    // A connection kept for every cluster costs about 100 KB of RSS each (docs/benchmarks-log.md, "Scale"):
     // a probe reuses one the proxy keeps warm, and otherwise opens one just for itself, makes its one
     // request by hand (healthz-once.ts: a third of the CPU of http.request) and closes it. Such a
-    // connection is one-shot: it builds no TLS context of its own and keeps none (pool.ts, one-shot-tls.ts).
+    // connection is one-shot: it builds no TLS context of its own and keeps none
+    // (shared/transport/tls-context.ts, one-shot-tls.ts).
     if (!hasIdleSocket(upstream.agent)) {
       return upstream
         .connectOnce()

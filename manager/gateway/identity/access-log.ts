@@ -8,9 +8,10 @@
  * Never a credential: the path is logged without its query (selectors and
  * continue tokens are the caller's data), and the identity is names only.
  */
+
+import type { ProxyAccess } from '../../../shared/forward/context.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { proxiedRequestAttributesIfValid } from '../auth/request-attributes.ts';
-import type { UserInfo } from '../auth/user.ts';
-import type { ProxyAccess } from '../proxy/context.ts';
 import type { EffectiveIdentity } from './proxy-identity.ts';
 
 export interface AccessLogger {

@@ -3,9 +3,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { StatusError } from '../../../shared/kube/status.ts';
 import { createCertificateAuthority, type KeyPair } from '../../../shared/pki.ts';
-import type { UserInfo } from '../auth/user.ts';
 import { ExternalIdentityExchanger, type ExternalRule, identityFrom } from './external-exchanger.ts';
 import { validateSpec } from './validate.ts';
 

@@ -16,9 +16,9 @@
  * share one call, so a burst of kubectl requests costs one round trip.
  */
 import https from 'node:https';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { TtlCache } from '../auth/ttl-cache.ts';
-import type { UserInfo } from '../auth/user.ts';
 import { CONFIGURATION_API_VERSION, type ExchangeRule } from './configuration.ts';
 
 export type ExternalRule = Extract<ExchangeRule, { type: 'ExternalIdentityExchanger' }>;

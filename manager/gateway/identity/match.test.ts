@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { UserInfo } from '../auth/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { firstMatchingRule, sourceMatches } from './match.ts';
 import { validateSpec } from './validate.ts';
 

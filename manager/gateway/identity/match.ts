@@ -5,7 +5,7 @@
  * Go original's: every field set must match; `group` is one of the
  * caller's groups, `groupPattern` matches at least one of them.
  */
-import type { UserInfo } from '../auth/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import type { ExchangeRule, ProxyConfiguration, RuleSource } from './configuration.ts';
 
 export interface MatchedRule {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
-import type { UserInfo } from '../auth/user.ts';
 import { INLINE_CONFIGURATION_ANNOTATION, type ProxyConfiguration } from './configuration.ts';
 import { ProxyConfigurationStore } from './configuration-store.ts';
 import type { ExternalRule } from './external-exchanger.ts';

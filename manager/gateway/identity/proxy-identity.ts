@@ -17,8 +17,9 @@
  * scope can add the check, never remove one a wider scope asked for (the
  * cluster annotations are writable by more people than the flag).
  */
+
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { identityToPenetrate } from '../auth/impersonation.ts';
-import type { UserInfo } from '../auth/user.ts';
 import type {
   AnnotatedCluster,
   ProxyConfigurationStore,

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { TLSSocket } from 'node:tls';
+import type { ProxyEvent } from '../../../shared/forward/context.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
-import type { ProxyEvent } from './context.ts';
 import {
   clusterTarget,
   constEndpoint,

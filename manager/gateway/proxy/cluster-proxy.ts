@@ -1,6 +1,9 @@
 /**
  * The proxy as the gateway's server sees it: one object holding the
  * connection pools, with a handler for plain requests and one for upgrades.
+ * It maps the ClusterTarget to its pool (cluster-pools.ts: a transport target
+ * once per connectionKey) and hands the request to the forwarder
+ * (shared/forward), which the agent uses too.
  *
  * Routing, authentication and authorization happen before these are called;
  * the caller passes the resolved ClusterTarget, the upstream path from
@@ -19,19 +22,19 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { UserInfo } from '../auth/user.ts';
+import type { ProxyAccess, ProxyEvent, ProxyLogger } from '../../../shared/forward/context.ts';
+import { createForwarder } from '../../../shared/forward/forwarder.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
+import type { PoolOptions, PoolStats } from '../../../shared/transport/pool.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
-import type { ProxyAccess, ProxyContext, ProxyEvent, ProxyLogger } from './context.ts';
-import { proxyRequest } from './handler.ts';
-import { type ConnectionPools, createConnectionPools, type PoolOptions, type PoolStats } from './pool.ts';
-import { proxyUpgrade } from './upgrade.ts';
+import { type ClusterPools, createClusterPools } from './cluster-pools.ts';
 
 export interface ClusterProxyOptions extends PoolOptions {
   logger?: ProxyLogger;
   /** Called once per finished request or upgraded connection (metrics, access log). */
   onComplete?: (event: ProxyEvent) => void;
   /** Pools shared with the health prober (one connection budget); created from the options when absent. */
-  pools?: ConnectionPools;
+  pools?: ClusterPools;
 }
 
 export interface ClusterProxyStats extends PoolStats {
@@ -67,23 +70,35 @@ export interface ClusterProxy {
 }
 
 export function createClusterProxy(options: ClusterProxyOptions = {}): ClusterProxy {
-  const context: ProxyContext = {
-    pools: options.pools ?? createConnectionPools(options),
-    logger: options.logger,
-    onComplete: options.onComplete,
-    inflight: { requests: 0, upgrades: 0 },
-  };
+  const pools = options.pools ?? createClusterPools(options);
+  const forwarder = createForwarder({ logger: options.logger, onComplete: options.onComplete });
   return {
     handleRequest: (req, res, target, upstreamPath, identity, access) =>
-      proxyRequest(req, res, target, upstreamPath, context, identity, access),
+      forwarder.request(
+        req,
+        res,
+        target.name,
+        target.problem ?? pools.get(target),
+        upstreamPath,
+        identity,
+        access,
+      ),
     handleUpgrade: (req, socket, head, target, upstreamPath, identity, access) =>
-      proxyUpgrade(req, socket, head, target, upstreamPath, context, identity, access),
-    forget: (cluster) => context.pools.forget(cluster),
-    stats: () => ({
-      ...context.pools.stats(),
-      inflightRequests: context.inflight.requests,
-      openUpgrades: context.inflight.upgrades,
-    }),
-    close: () => context.pools.close(),
+      forwarder.upgrade(
+        req,
+        socket,
+        target.name,
+        target.problem ?? pools.get(target),
+        upstreamPath,
+        head,
+        identity,
+        access,
+      ),
+    forget: (cluster) => pools.forget(cluster),
+    stats: () => {
+      const inflight = forwarder.inflight();
+      return { ...pools.stats(), inflightRequests: inflight.requests, openUpgrades: inflight.upgrades };
+    },
+    close: () => pools.close(),
   };
 }

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import type { ProxyEvent } from '../../../shared/forward/context.ts';
 import type { ClusterTarget } from '../clusters/cluster.ts';
 import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
-import type { ProxyEvent } from './context.ts';
 import {
   clusterTarget,
   constEndpoint,

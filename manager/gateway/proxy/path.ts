@@ -20,9 +20,6 @@ const NEEDS_CLEANING = /\/\/|\/\.|%2[eEfF]/;
 const ENCODED_SLASH = /%2[fF]/g;
 const ENCODED_DOT = /%2[eE]/g;
 
-/** `watch=true` or `follow=true` (Kubernetes parses booleans with Go's strconv.ParseBool), or a /watch/ path. */
-const STREAMING = /[?&](?:watch|follow)=(?:1|t|T|true|True|TRUE)(?:&|$)|\/watch(?:\/|\?|$)/;
-
 export interface ClusterGatewayPath {
   name: string;
   /** The subresource (`proxy`, `health`, ...), or '' for the object itself. */
@@ -111,28 +108,4 @@ export function cleanPath(rest: string): string {
   const trailing = decoded.endsWith('/') || decoded.endsWith('/.') || decoded.endsWith('/..');
   if (out.length === 0) return trailing || decoded.length > 0 ? '/' : '';
   return '/' + out.join('/') + (trailing ? '/' : '');
-}
-
-/**
- * Joins an endpoint's base path (no trailing slash, '' for none) and an
- * upstream path from parseProxyPath into the request target sent upstream.
- */
-export function joinUpstreamPath(basePath: string, upstreamPath: string): string {
-  if (upstreamPath.startsWith('/')) return basePath + upstreamPath;
-  return (basePath || '/') + upstreamPath;
-}
-
-/** Normalizes an endpoint URL's pathname into a base path: '' or '/prefix' without trailing slash. */
-export function basePathOf(pathname: string): string {
-  let end = pathname.length;
-  while (end > 0 && pathname.charCodeAt(end - 1) === 47 /* '/' */) end--;
-  return pathname.slice(0, end);
-}
-
-/**
- * True for watches and followed logs: their response headers must reach the
- * client at once and every chunk must be sent without delay.
- */
-export function isStreamingRequest(upstreamPath: string): boolean {
-  return STREAMING.test(upstreamPath);
 }

@@ -7,9 +7,10 @@
  * to attach as B, an identity of another addon, or any other user is refused, whatever the hub's
  * RBAC says: a grant too wide by mistake must not let one cluster's agent capture another's traffic.
  */
+
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { tunnelResource, tunnelSubresource } from '../../../shared/tunnel/protocol.ts';
-import type { UserInfo } from '../auth/user.ts';
 
 const subjectPrefix = 'system:open-cluster-management:cluster:';
 

@@ -4,7 +4,7 @@
  * label values are bounded by the clusters that attached (each one authorized).
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { registry } from '../metrics.ts';
+import { registry } from '../metrics/gateway-metrics.ts';
 import type { TunnelRegistry } from './registry.ts';
 import type { CloseReason, TunnelSession } from './session.ts';
 

@@ -8,10 +8,11 @@
  *   tunnel; the holder only pipes bytes between the stream and its agent's tunnel. GET, watch,
  *   exec and port-forward therefore work unchanged.
  * - identity: with no-credential, the caller's identity travels inside the stream as the
- *   impersonation headers the agent acts on. Whoever can open a stream on the peer port can thus
- *   act as anyone on every tunnelled cluster, as a gateway can: the peer port takes mutual TLS
- *   only, clients verified against a CA that signs gateway replicas alone (--tunnel-peer-ca). The
- *   holder trusts nothing else about the caller and reads no identity of its own from the peer.
+ *   impersonation headers the agent acts on (shared/tunnel/identity.ts). Whoever can open a
+ *   stream on the peer port can thus act as anyone on every tunnelled cluster, as a gateway can:
+ *   the peer port takes mutual TLS only, clients verified against a CA that signs gateway replicas
+ *   alone (--tunnel-peer-ca). The holder trusts nothing else about the caller and reads no
+ *   identity of its own from the peer.
  * - a holder only opens streams on tunnels it holds itself, never forwards again: no loops.
  *
  * One HTTP/2 session per peer (mutual TLS, CONNECT streams with their own flow control, as the
@@ -21,9 +22,9 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type tls from 'node:tls';
+import { awaitTunnelStream } from '../../../shared/transport/tunnel-stream.ts';
 import { keepAlive } from '../../../shared/tunnel/keepalive.ts';
 import {
-  asSocket,
   connectionWindowBytes,
   defaultKeepalive,
   streamWindowBytes,
@@ -194,45 +195,25 @@ export class PeerClient {
   /** One stream of `cluster`'s tunnel held by the replica `replica` at `address` (host:port). */
   dial(address: string, replica: string, cluster: string, kind: TunnelStreamKind): Promise<Duplex> {
     const where = `the gateway replica "${replica}" (${address}) that holds the tunnel of cluster "${cluster}"`;
-    return new Promise((resolve, reject) => {
-      let stream: http2.ClientHttp2Stream;
-      try {
-        stream = this.#session(address).request(
-          {
-            ':method': 'CONNECT',
-            ':authority': peerAuthority,
-            [peerClusterHeader]: cluster,
-            ...(kind === 'relay' ? {} : { [tunnelStreamHeader]: kind }),
-          },
-          { endStream: false },
-        );
-      } catch (err) {
-        reject(new Error(`cannot reach ${where}: ${(err as Error).message}`));
-        return;
-      }
-      let settled = false;
-      const fail = (why: string) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        stream.destroy();
-        reject(new Error(why));
-      };
-      const timeoutMs = this.#o.dialTimeoutMs ?? 5_000;
-      const timer = setTimeout(() => fail(`no answer within ${timeoutMs} ms from ${where}`), timeoutMs);
-      stream.on('error', (err) => fail(`cannot reach ${where}: ${err.message}`));
-      stream.once('close', () => fail(`${where} closed the stream`));
-      stream.once('response', (headers) => {
-        const status = Number(headers[':status']);
-        if (status !== 200) {
-          const cause = headers[tunnelErrorHeader];
-          return fail(`${where} could not open a stream (${status}${cause ? `: ${String(cause)}` : ''})`);
-        }
-        settled = true;
-        clearTimeout(timer);
-        // Plain HTTP/1.1 written by Node's HTTP code must not reach an Http2Stream directly (protocol.ts).
-        resolve(kind === 'impersonate' ? asSocket(stream) : stream);
-      });
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = this.#session(address).request(
+        {
+          ':method': 'CONNECT',
+          ':authority': peerAuthority,
+          [peerClusterHeader]: cluster,
+          ...(kind === 'relay' ? {} : { [tunnelStreamHeader]: kind }),
+        },
+        { endStream: false },
+      );
+    } catch (err) {
+      return Promise.reject(new Error(`cannot reach ${where}: ${(err as Error).message}`));
+    }
+    return awaitTunnelStream(stream, kind, this.#o.dialTimeoutMs ?? 5_000, {
+      timedOut: (ms) => `no answer within ${ms} ms from ${where}`,
+      refused: (status, cause) => `${where} could not open a stream (${status}${cause ? `: ${cause}` : ''})`,
+      failed: (err) => `cannot reach ${where}: ${err.message}`,
+      closed: () => `${where} closed the stream`,
     });
   }
 

@@ -2,20 +2,19 @@
  * The gateway's end of one agent tunnel: an HTTP/2 client session run over the connection the
  * kube-aggregator relayed (roles reversed: the agent serves). `dial()` opens one CONNECT stream,
  * which the agent pipes to its cluster's kube-apiserver; the proxy's connection pool runs TLS and
- * HTTP/1.1 inside it (proxy/pool.ts), so proxied requests, watches and upgrades (exec,
+ * HTTP/1.1 inside it (shared/transport/connect-tunnel.ts), so proxied requests, watches and upgrades (exec,
  * port-forward) travel as they would over TCP, each on a stream with its own flow control.
  */
 import http2 from 'node:http2';
 import type { Duplex } from 'node:stream';
+import { awaitTunnelStream } from '../../../shared/transport/tunnel-stream.ts';
 import { keepAlive } from '../../../shared/tunnel/keepalive.ts';
 import {
-  asSocket,
   connectionWindowBytes,
   defaultKeepalive,
   streamWindowBytes,
   type TunnelStreamKind,
   tunnelConnectAuthority,
-  tunnelErrorHeader,
   tunnelStreamHeader,
 } from '../../../shared/tunnel/protocol.ts';
 
@@ -128,58 +127,32 @@ export class TunnelSession {
     if (!this.usable) {
       return Promise.reject(new Error(`the tunnel of cluster "${this.cluster}" is closing`));
     }
-    return new Promise((resolve, reject) => {
-      let stream: http2.ClientHttp2Stream;
-      try {
-        stream = this.#session.request(
-          {
-            ':method': 'CONNECT',
-            ':authority': tunnelConnectAuthority,
-            ...(kind === 'relay' ? {} : { [tunnelStreamHeader]: kind }),
-          },
-          { endStream: false },
-        );
-      } catch (err) {
-        reject(new Error(`cannot open a stream in the tunnel of cluster "${this.cluster}": ${message(err)}`));
-        return;
-      }
-      this.#openStreams++;
-      stream.once('close', () => this.#openStreams--);
-      let settled = false;
-      const fail = (why: string) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        stream.destroy();
-        reject(new Error(why));
-      };
-      const timer = setTimeout(
-        () =>
-          fail(
-            `the agent of cluster "${this.cluster}" did not open a stream within ${this.#dialTimeoutMs} ms`,
-          ),
-        this.#dialTimeoutMs,
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = this.#session.request(
+        {
+          ':method': 'CONNECT',
+          ':authority': tunnelConnectAuthority,
+          ...(kind === 'relay' ? {} : { [tunnelStreamHeader]: kind }),
+        },
+        { endStream: false },
       );
-      stream.once('response', (headers) => {
-        const status = Number(headers[':status']);
-        if (status !== 200) {
-          const cause = headers[tunnelErrorHeader];
-          fail(
-            status === 403
-              ? `the agent of cluster "${this.cluster}" refused the stream: ${cause ? String(cause) : 'forbidden'}`
-              : `the agent of cluster "${this.cluster}" could not reach its kube-apiserver${cause ? `: ${String(cause)}` : ` (status ${status})`}`,
-          );
-          return;
-        }
-        settled = true;
-        clearTimeout(timer);
-        // An impersonation stream carries plain HTTP/1.1: see asSocket for why it is wrapped.
-        resolve(kind === 'impersonate' ? asSocket(stream) : stream);
-      });
-      stream.once('error', (err) =>
-        fail(`tunnel stream of cluster "${this.cluster}" failed: ${err.message}`),
+    } catch (err) {
+      return Promise.reject(
+        new Error(`cannot open a stream in the tunnel of cluster "${this.cluster}": ${message(err)}`),
       );
-      stream.once('close', () => fail(`the tunnel of cluster "${this.cluster}" closed`));
+    }
+    this.#openStreams++;
+    stream.once('close', () => this.#openStreams--);
+    const cluster = this.cluster;
+    return awaitTunnelStream(stream, kind, this.#dialTimeoutMs, {
+      timedOut: (ms) => `the agent of cluster "${cluster}" did not open a stream within ${ms} ms`,
+      refused: (status, cause) =>
+        status === 403
+          ? `the agent of cluster "${cluster}" refused the stream: ${cause ? cause : 'forbidden'}`
+          : `the agent of cluster "${cluster}" could not reach its kube-apiserver${cause ? `: ${cause}` : ` (status ${status})`}`,
+      failed: (err) => `tunnel stream of cluster "${cluster}" failed: ${err.message}`,
+      closed: () => `the tunnel of cluster "${cluster}" closed`,
     });
   }
 

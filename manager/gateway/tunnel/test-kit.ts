@@ -6,11 +6,16 @@
 import type http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
-import type { Connection } from '../../../agent/kubeconfig.ts';
+import type { Connection } from '../../../agent/connection/kubeconfig.ts';
+import { writeStatusToSocket } from '../../../shared/forward/reply.ts';
+import type {
+  Authenticator,
+  AuthorizationAttributes,
+  Authorizer,
+  UserInfo,
+} from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
-import type { Authenticator, AuthorizationAttributes, Authorizer, UserInfo } from '../auth/user.ts';
 import type { TunnelEndpoint } from '../clusters/cluster.ts';
-import { writeStatusToSocket } from '../proxy/reply.ts';
 import { listen, type TestServer, testPki } from '../proxy/test-kit.ts';
 import { createAttachHandler, matchAttachPath } from './attach.ts';
 import { TunnelRegistry } from './registry.ts';
