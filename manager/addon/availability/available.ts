@@ -2,7 +2,7 @@
  * The addon's `Available` condition as a pure function of what the manager
  * observes. The first thing that is wrong, in the order a user would fix
  * it, decides the verdict; every verdict has its own reason and a message
- * that says what to look at. The controller (health-controller.ts) only
+ * that says what to look at. The controller (availability-controller.ts) only
  * gathers observations and writes the result when it changes.
  */
 import type { ConditionVerdict } from '../core/conditions.ts';
