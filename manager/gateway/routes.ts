@@ -10,12 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type {
-  Authenticator,
-  AuthorizationAttributes,
-  Authorizer,
-  UserInfo,
-} from '../../shared/identity/user.ts';
+import type { UserInfo } from '../../shared/identity/user.ts';
 import { failureStatus, type KubeStatus, StatusError } from '../../shared/kube/status.ts';
 import { tunnelUpgradeProtocol } from '../../shared/tunnel/protocol.ts';
 import { discoveryResponse } from './api/discovery.ts';
@@ -24,6 +19,7 @@ import { openApiResponse } from './api/openapi.ts';
 import { getClusterGateway, listClusterGateways, notFound, notSynced } from './api/read.ts';
 import { errorResponse, writeResponse } from './api/response.ts';
 import { serveWatch, type WatchHistory } from './api/watch.ts';
+import type { Authenticator, AuthorizationAttributes, Authorizer } from './auth/contracts.ts';
 import { proxiedRequestAttributes, requestAttributes } from './auth/request-attributes.ts';
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
 import { type AccessLogger, accessRecord, logProxiedRequest } from './identity/access-log.ts';

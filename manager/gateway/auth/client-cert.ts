@@ -5,9 +5,10 @@
  * in Kubernetes, the subject CN is the user name and each O a group.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Authenticator, UserInfo } from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { unauthorized } from './auth-errors.ts';
 import { type ClientCAConfig, parseClientCAConfig } from './authentication-config.ts';
+import type { Authenticator } from './contracts.ts';
 import { verifyPeer } from './peer-verification.ts';
 
 export interface ClientCertAuthenticatorOptions {

@@ -27,9 +27,9 @@
  * own API the query is the one its handlers read (URLSearchParams).
  */
 
-import type { AuthorizationAttributes } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { parseLabelSelector } from '../api/selectors.ts';
+import type { AuthorizationAttributes } from './contracts.ts';
 import { goPathUnescape, parseGoQuery } from './go-url.ts';
 
 /** Query parameters as the server executing the request reads them: every value of each key, in order. */

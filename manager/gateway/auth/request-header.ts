@@ -13,13 +13,14 @@
  * silently becomes some other identity.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Authenticator, UserInfo } from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { RejectedCredentialsError } from './auth-errors.ts';
 import {
   defaultUsernameHeaders,
   parseRequestHeaderConfig,
   type RequestHeaderConfig,
 } from './authentication-config.ts';
+import type { Authenticator } from './contracts.ts';
 import { allHeaderValues, firstHeaderValue, removeHeaders } from './header-utils.ts';
 import { verifyPeer } from './peer-verification.ts';
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import type { AuthorizationAttributes, UserInfo } from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { StatusError } from '../../../shared/kube/status.ts';
+import type { AuthorizationAttributes } from './contracts.ts';
 import { SubjectAccessReviewAuthorizer, subjectAccessReviewPath } from './sar-authorizer.ts';
 import { type FakeKube, type ReviewReply, startFakeKube } from './testing.ts';
 

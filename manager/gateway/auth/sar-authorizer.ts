@@ -10,14 +10,10 @@
  * a deny: a hub outage must not look like a permission problem.
  */
 import { createHash } from 'node:crypto';
-import type {
-  AuthorizationAttributes,
-  Authorizer,
-  Decision,
-  UserInfo,
-} from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import { reviewFailure } from './auth-errors.ts';
+import type { AuthorizationAttributes, Authorizer, Decision } from './contracts.ts';
 import { matchesPath } from './path-patterns.ts';
 import { TtlCache } from './ttl-cache.ts';
 

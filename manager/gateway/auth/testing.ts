@@ -7,10 +7,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Authenticator } from '../../../shared/identity/user.ts';
 import { KubeClient } from '../../../shared/kube/client.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { type CertificateAuthority, createCertificateAuthority, type KeyPair } from '../../../shared/pki.ts';
+import type { Authenticator } from './contracts.ts';
 
 let serverCA: Promise<{ ca: CertificateAuthority; serving: KeyPair }> | undefined;
 

@@ -9,9 +9,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Authenticator, UserInfo } from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import { reviewFailure, unauthorized } from './auth-errors.ts';
+import type { Authenticator } from './contracts.ts';
 import { removeHeaders } from './header-utils.ts';
 import { TtlCache } from './ttl-cache.ts';
 

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import type { Authenticator, UserInfo } from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { type CertificateAuthority, createCertificateAuthority, type KeyPair } from '../../../shared/pki.ts';
 import { RejectedCredentialsError, unauthorized } from './auth-errors.ts';
 import { ClientCertAuthenticator } from './client-cert.ts';
+import type { Authenticator } from './contracts.ts';
 import { RequestHeaderAuthenticator } from './request-header.ts';
 import { type AuthServer, type FakeKube, request, startAuthServer, startFakeKube } from './testing.ts';
 import { TokenReviewAuthenticator } from './token-review.ts';

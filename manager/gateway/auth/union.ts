@@ -10,9 +10,10 @@
  * identity, since authorization and identity penetration depend on it.
  */
 import type { IncomingMessage } from 'node:http';
-import type { Authenticator, UserInfo } from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { RejectedCredentialsError } from './auth-errors.ts';
+import type { Authenticator } from './contracts.ts';
 import { matchesPath } from './path-patterns.ts';
 
 export const anonymousUser = 'system:anonymous';

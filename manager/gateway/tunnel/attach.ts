@@ -16,7 +16,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Authenticator, Authorizer, UserInfo } from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import {
   tunnelGroup,
@@ -26,6 +26,7 @@ import {
   tunnelVerb,
   tunnelVersion,
 } from '../../../shared/tunnel/protocol.ts';
+import type { Authenticator, Authorizer } from '../auth/contracts.ts';
 import { matchClusterGatewayPath } from '../proxy/path.ts';
 import { bindAgentIdentity } from './identity.ts';
 import { type AttachResult, recordAttach, recordDisconnect, recordRoundTrip } from './metrics.ts';

@@ -8,13 +8,9 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Connection } from '../../../agent/connection/kubeconfig.ts';
 import { writeStatusToSocket } from '../../../shared/forward/reply.ts';
-import type {
-  Authenticator,
-  AuthorizationAttributes,
-  Authorizer,
-  UserInfo,
-} from '../../../shared/identity/user.ts';
+import type { UserInfo } from '../../../shared/identity/user.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
+import type { Authenticator, AuthorizationAttributes, Authorizer } from '../auth/contracts.ts';
 import type { TunnelEndpoint } from '../clusters/cluster.ts';
 import { listen, type TestServer, testPki } from '../proxy/test-kit.ts';
 import { createAttachHandler, matchAttachPath } from './attach.ts';
