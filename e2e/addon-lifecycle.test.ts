@@ -28,6 +28,7 @@ import {
   uninstallAddonManager,
 } from '../hack/localenv/addon-manager.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
+import { observeDeployment } from '../manager/addon/availability/observe.ts';
 import { KubeClient } from '../shared/kube/client.ts';
 import { clusteradm } from './support/clusteradm.ts';
 import { e2eStateDir, environmentState, hubClient } from './support/environment.ts';
@@ -407,6 +408,21 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
   });
 
   test("cluster1's kube-apiserver stopped: Available False with its cause; started: True again", async () => {
+    // Start from a settled state: the agent restarted by the test before renews its heartbeat before its
+    // Deployment reports it available, and the work agent's feedback of that gap must not land inside
+    // this test's window and be taken for the stopped apiserver's doing.
+    await waitFor(
+      "cluster1's agent Deployment available in the ManifestWork's feedback",
+      async () => {
+        const work = await hub.getOptional<NonNullable<Parameters<typeof observeDeployment>[0]>>(
+          workPath('cluster1'),
+        );
+        return (
+          observeDeployment(work, ...(agentDeployment.split('/') as [string, string])).state === 'available'
+        );
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
     const pid = cluster1ApiserverPid();
     const stoppedAt = recorder.mark(`cluster1 kube-apiserver stopped (SIGSTOP pid ${pid})`);
     process.kill(pid, 'SIGSTOP');

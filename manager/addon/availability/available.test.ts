@@ -71,6 +71,7 @@ const table: {
     name: 'agent without a hub credential: OCM halted its CSRs',
     change: {
       deployment: { state: 'unavailable', availableReplicas: 0, replicas: 1 },
+      heartbeat: { state: 'never-renewed' },
       credential: {
         status: 'False',
         reason: 'ClientCertificateUpdateFailed',
@@ -104,7 +105,7 @@ const table: {
     message: /waiting for the status of Deployment/,
   },
   {
-    name: 'deployment unavailable',
+    name: 'deployment unavailable and no fresh heartbeat (a crash loop): the Deployment is the cause',
     change: {
       deployment: {
         state: 'unavailable',
@@ -112,11 +113,22 @@ const table: {
         replicas: 1,
         message: 'Deployment does not have minimum availability.',
       },
+      heartbeat: { state: 'renewed', ageSeconds: 60 },
     },
     status: 'False',
     reason: 'AgentDeploymentUnavailable',
     message:
       /0\/1 available replicas \(Deployment does not have minimum availability\.\); check its pods there for an image pull error or a crash loop: kubectl -n open-cluster-management-agent-addon get pods/,
+  },
+  {
+    name: 'deployment unavailable while the agent heartbeats (restarted, not yet Ready): the heartbeat decides',
+    change: {
+      deployment: { state: 'unavailable', availableReplicas: 0, replicas: 1 },
+      heartbeat: { state: 'renewed', ageSeconds: 1 },
+    },
+    status: 'True',
+    reason: 'AgentAvailable',
+    message: /add-on is available/,
   },
   {
     name: 'no heartbeat Lease',

@@ -128,7 +128,11 @@ export function computeAvailable(o: HealthObservations): ConditionVerdict {
       `ManifestWork ${o.cluster}/${o.workName} is applied; waiting for the status of Deployment ${o.agentDeployment} on ${o.cluster}`,
     );
   }
-  if (d.state === 'unavailable') {
+  // A Deployment's availability lags its agent: a restarted container renews the heartbeat before its
+  // readiness probe passes and the work agent's feedback catches up, and a rollout keeps an old pod
+  // serving. While the heartbeat is fresh the agent runs, so the Deployment's count does not decide.
+  const heartbeatFresh = o.heartbeat.state === 'renewed' && o.heartbeat.ageSeconds <= o.heartbeatStaleSeconds;
+  if (d.state === 'unavailable' && !heartbeatFresh) {
     // The agent mounts the hub kubeconfig Secret that registration produces: without a certificate it
     // never starts, and the cause is OCM's, not the pod's.
     if (o.credential?.status === 'False') {
