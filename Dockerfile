@@ -29,10 +29,17 @@ COPY shared ./shared
 COPY manager ./manager
 COPY agent ./agent
 RUN find shared manager agent \( -name '*.test.ts' -o -name 'test-kit.ts' -o -name 'test-fixtures.ts' -o -name 'testing.ts' -o -name '*.md' \) -delete \
- && export NODE_COMPILE_CACHE=/app/.cache/node-compile-cache \
- && node manager/addon/main.ts --help > /dev/null \
- && node manager/gateway/main.ts --help > /dev/null \
- && node agent/main.ts --help > /dev/null
+ && mkdir -p /app/.cache/node-compile-cache && chown 65532:65532 /app/.cache/node-compile-cache
+# Node names its compile-cache folder after the V8 flags and the user id (v24.x-x64-<hash of flags>-<uid>):
+# a cache filled as root, or without a program's own flags, is never found by the pods. So each program
+# fills it as the pods run it: user 65532, the same Node flags (the gateway's as the manager's Deployment
+# of it sets them, manager/addon/gateway-deploy/workload.ts).
+USER 65532:65532
+ENV NODE_COMPILE_CACHE=/app/.cache/node-compile-cache
+RUN node manager/addon/main.ts --help > /dev/null \
+ && node --max-semi-space-size=2 --expose-gc manager/gateway/main.ts --help > /dev/null \
+ && node agent/main.ts --help > /dev/null \
+ && chmod -R a+rX /app/.cache/node-compile-cache
 
 FROM ${NODE_IMAGE}
 LABEL org.opencontainers.image.source="https://github.com/oam-dev/cluster-gateway" \

@@ -151,7 +151,8 @@ KUBE_VERSION="$(grep -oE 'k8s.io/kubernetes v[0-9.]+' "$TOOLS/kube/go.mod" | hea
 KUBE_MINOR="$(echo "$KUBE_VERSION" | cut -d. -f2)"
 VERSION_PKG=k8s.io/component-base/version
 build kube "$TOOLS/kube" "$BIN_DIR" "-X $VERSION_PKG.gitVersion=$KUBE_VERSION -X $VERSION_PKG.gitMajor=1 -X $VERSION_PKG.gitMinor=$KUBE_MINOR -X $VERSION_PKG.gitTreeState=clean" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler
 build etcd "$TOOLS/etcd" "$BIN_DIR" "" cluster-gateway.local/hack/tools/etcd
 HELM_VERSION="$(grep -oE 'helm.sh/helm/v3 v[0-9.]+' "$TOOLS/helm/go.mod" | head -1 | cut -d' ' -f2)"
 build helm "$TOOLS/helm" "$BIN_DIR" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" helm.sh/helm/v3/cmd/helm

@@ -2,10 +2,11 @@
  * `npm start`: brings up the local environment in the foreground and keeps it
  * running until Ctrl-C, which stops every process it started.
  *
- * The addon is installed the way README.md tells a user to: `helm install` of
- * charts/cluster-gateway (hack/localenv/chart.ts), `clusteradm addon enable`
- * on every managed cluster; the manager, the gateway it deploys and the agents
- * run from their Deployments (the process runners play the kubelet).
+ * Every cluster has a real node (kubelet, containerd, runc; hack/localenv/node.ts) and the project's
+ * image built from the Dockerfile (hack/image/build.sh). The addon is installed the way README.md tells
+ * a user to: `helm install` of charts/cluster-gateway (hack/localenv/chart.ts), `clusteradm addon
+ * enable` on every managed cluster; the manager, the gateway it deploys and the agents run as pods
+ * from their Deployments.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -17,7 +18,6 @@ import { startEnvironment } from './localenv/environment.ts';
 import { waitFor } from './localenv/wait.ts';
 
 const stateDir = path.join(repoRoot, '.local', 'env');
-const podLogs = path.join(stateDir, 'pods', 'logs');
 const rel = (file: string) => path.relative(process.cwd(), file) || '.';
 const log = (line: string) => console.log(line);
 const started = Date.now();
@@ -33,6 +33,7 @@ const env = await startEnvironment({
   gateway: false,
   addon: false,
   clusterCredentials: true,
+  nodes: true,
 }).catch((err: Error) => {
   console.error(`\nstart failed: ${err.message}`);
   console.error(`logs: ${rel(path.join(stateDir, 'logs'))}/`);
@@ -65,7 +66,13 @@ try {
   log(
     `[${elapsed()}] helm install ${defaultRelease} charts/cluster-gateway --namespace ${defaultNamespace} --create-namespace (local values: hack/localenv/chart.ts)`,
   );
-  chart = await installChart({ hub: env.hub, managed: env.managed, stateDir, log });
+  chart = await installChart({
+    hub: env.hub,
+    managed: env.managed,
+    stateDir,
+    log,
+    ...(env.images ? { images: env.images } : {}),
+  });
   stage = 'clusteradm addon enable';
   log(`[${elapsed()}] clusteradm addon enable --names ${addonName} --clusters ${clusters.join(',')}`);
   await tool('clusteradm', 'addon', 'enable', '--names', addonName, '--clusters', clusters.join(','));
@@ -112,7 +119,7 @@ try {
 } catch (err) {
   console.error(`\n${stage} failed: ${(err as Error).message}`);
   console.error(
-    `logs: the addon manager, the gateway and the agents in ${rel(podLogs)}/, the control planes in ${rel(env.supervisor.logDir)}/`,
+    `logs: kubectl logs for the addon manager, the gateway and the agents (pods); the control planes and nodes in ${rel(env.supervisor.logDir)}/`,
   );
   await chart?.stop();
   await env.stop();
@@ -134,16 +141,16 @@ log(
 );
 log(`  helm status ${installed.release} -n ${installed.namespace}`);
 log(
-  `\nThe gateway (Deployment ${installed.namespace}/cluster-gateway, made by the addon manager) serves on ${installed.gatewayUrl}, behind the hub's kube-aggregator.`,
+  `\nThe gateway (Deployment ${installed.namespace}/cluster-gateway, made by the addon manager) serves behind the hub's kube-aggregator; its pods: kubectl get pods -n ${installed.namespace}.`,
 );
 log(
   `kubectl and helm are in ${rel(path.join(repoRoot, '.cache', 'bin'))}/ (kubectl matches the apiserver version), clusteradm in ${rel(path.dirname(binaryPath('clusteradm')))}/.`,
 );
 log(
-  `Logs: ${rel(env.supervisor.logDir)}/ (the addon manager, the gateway and the agents: ${rel(podLogs)}/). Press Ctrl-C to stop everything.`,
+  `Logs: kubectl logs (the addon manager, the gateway and the agents are pods); the control planes and nodes in ${rel(env.supervisor.logDir)}/. Press Ctrl-C to stop everything.`,
 );
 
-// Fail loudly if a component dies while we wait. The pods are the process runners' to restart, as a kubelet would.
+// Fail loudly if a component dies while we wait. The pods are the kubelets' to restart.
 setInterval(() => {
   try {
     env.supervisor.assertAllRunning();

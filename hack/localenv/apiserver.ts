@@ -3,6 +3,7 @@ import path from 'node:path';
 import { KubeClient } from '../../shared/kube/client.ts';
 import { binaryPath } from './binaries.ts';
 import { type ClusterPki, createClusterPki, frontProxyClientName } from './cluster-pki.ts';
+import { hostAddress, kubernetesServiceIp } from './host-changes.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { freePort } from './ports.ts';
 import type { ManagedProcess, Supervisor } from './supervisor.ts';
@@ -12,6 +13,17 @@ export interface LocalCluster {
   name: string;
   /** https://127.0.0.1:<port> */
   server: string;
+  /**
+   * The same apiserver as the pods of the environment's nodes reach it: https://10.244.0.1:<port>, the
+   * host's address on their bridge (host-changes.ts).
+   */
+  podServer: string;
+  /**
+   * What the environment gives the processes it configures (OCM's agents and, through them, the
+   * addon's agents; the ManagedCluster's URL): podServer when the environment has nodes, else server.
+   */
+  reachableServer: string;
+  serviceCidr: string;
   /** Admin (system:masters) kubeconfig. */
   kubeconfig: string;
   pki: ClusterPki;
@@ -36,12 +48,14 @@ export async function startApiserver(
     serviceCidr: string;
     /** Refuse TLS 1.2 clients (`--tls-min-version=VersionTLS13`), as hardened clusters do. */
     tls13Only?: boolean;
+    /** The environment has nodes: what it configures reaches this apiserver at podServer. */
+    podNetwork?: boolean;
   },
 ): Promise<LocalCluster> {
   const { name } = options;
   const dir = path.join(options.stateDir, name);
   mkdirSync(dir, { recursive: true });
-  const pki = await createClusterPki(name);
+  const pki = await createClusterPki(name, kubernetesServiceIp(options.serviceCidr));
   const write = (file: string, content: string) => {
     const full = path.join(dir, file);
     writeFileSync(full, content, { mode: 0o600 });
@@ -62,7 +76,8 @@ export async function startApiserver(
     args: [
       `--etcd-servers=${options.etcdUrl}`,
       `--etcd-prefix=/${name}`,
-      '--bind-address=127.0.0.1',
+      // Every address: loopback for this machine's processes, the pods' bridge for the nodes' pods.
+      '--bind-address=0.0.0.0',
       `--secure-port=${port}`,
       // Without a default route kube-apiserver cannot pick an address by itself.
       '--advertise-address=127.0.0.1',
@@ -90,6 +105,10 @@ export async function startApiserver(
       `--kubelet-client-certificate=${write('kubelet-client.crt', pki.kubeletClient.cert)}`,
       `--kubelet-client-key=${write('kubelet-client.key', pki.kubeletClient.key)}`,
       '--allow-privileged=true',
+      // With nodes there is no kube-proxy: the aggregator and the webhooks reach a Service through its
+      // endpoints (pod addresses on the bridge), as on control planes outside the pod network. Without
+      // nodes, Services are ExternalName aliases of this machine, which that routing refuses.
+      `--enable-aggregator-routing=${!!options.podNetwork}`,
       // An audit log: what each apiserver really received, for e2e tests
       // that compare it with what the gateway authorized (auditLogPath).
       `--audit-policy-file=${write('audit-policy.yaml', auditPolicy)}`,
@@ -112,7 +131,19 @@ export async function startApiserver(
     async () => (await client.request<string>('GET', '/readyz')) === 'ok',
     { timeoutMs: 90_000, intervalMs: 300, failFast: () => apiserver.assertRunning() },
   );
-  return { name, server, kubeconfig, pki, files, client, apiserver };
+  const podServer = `https://${hostAddress}:${port}`;
+  return {
+    name,
+    server,
+    podServer,
+    reachableServer: options.podNetwork ? podServer : server,
+    serviceCidr: options.serviceCidr,
+    kubeconfig,
+    pki,
+    files,
+    client,
+    apiserver,
+  };
 }
 
 /** The audit log (JSON lines) of cluster `name`'s kube-apiserver. */
@@ -144,11 +175,19 @@ rules:
 /**
  * kube-controller-manager: signs approved kube-apiserver-client CSRs (OCM
  * registration needs it), garbage-collects owned objects and finalizes
- * namespace deletion. The deployment and replicaset controllers are off:
- * there is no scheduler or kubelet, and the process runner (hack/runner)
- * owns Deployment status instead.
+ * namespace deletion. On a cluster with a real node (node.ts) every
+ * usual controller runs, so Deployments become pods as on any cluster; without
+ * one the deployment and replicaset controllers are off, and the process
+ * runner (hack/runner) owns Deployment status instead.
  */
-export function startControllerManager(supervisor: Supervisor, cluster: LocalCluster): ManagedProcess {
+export function startControllerManager(
+  supervisor: Supervisor,
+  cluster: LocalCluster,
+  options: { withNode?: boolean } = {},
+): ManagedProcess {
+  const controllers = options.withNode
+    ? '*,-node-ipam-controller'
+    : '*,-deployment-controller,-replicaset-controller,-node-ipam-controller,-node-lifecycle-controller';
   return supervisor.start(`${cluster.name}-kube-controller-manager`, binaryPath('kube-controller-manager'), {
     args: [
       `--kubeconfig=${cluster.kubeconfig}`,
@@ -157,7 +196,7 @@ export function startControllerManager(supervisor: Supervisor, cluster: LocalClu
       '--bind-address=127.0.0.1',
       '--secure-port=0',
       '--leader-elect=false',
-      '--controllers=*,-deployment-controller,-replicaset-controller,-node-ipam-controller,-node-lifecycle-controller',
+      `--controllers=${controllers}`,
       `--cluster-signing-cert-file=${cluster.files.ca}`,
       `--cluster-signing-key-file=${cluster.files.caKey}`,
       `--root-ca-file=${cluster.files.ca}`,

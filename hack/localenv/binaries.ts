@@ -63,6 +63,8 @@ export type BinaryName =
   | 'kube-apiserver'
   | 'kube-controller-manager'
   | 'kubectl'
+  | 'kubelet'
+  | 'kube-scheduler'
   | 'etcd'
   | 'registration'
   | 'work'

@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { type AddonCluster, type LocalAddon, startPodRunners } from './addon.ts';
 import { imagePrefix } from './addon-manager.ts';
 import { binaryPath, repoRoot } from './binaries.ts';
+import { type BuiltImages, imageValues } from './images.ts';
 import { freePort } from './ports.ts';
 import { waitFor } from './wait.ts';
 
@@ -51,6 +52,28 @@ export function localChartValues(opts: { hostPort: number; overrides?: string[] 
   return set.flatMap((s) => ['--set', s]);
 }
 
+/**
+ * The `--set` arguments of a chart installed on the environment's real nodes, then `overrides`: only
+ * the image built here (imported into every node; Never, so a missing one fails at once rather than
+ * trying a registry) and what makes the local environment quick to watch. Everything else is the
+ * chart's defaults, as a user installs it: a ClusterIP Service with endpoints, the webhook through it.
+ */
+export function nodeChartValues(images: Pick<BuiltImages, 'image'>, overrides: string[] = []): string[] {
+  const image = imageValues(images.image);
+  const set = [
+    `image.registry=${image.registry}`,
+    `image.repository=${image.repository}`,
+    `image.tag=${image.tag}`,
+    'image.pullPolicy=Never',
+    'manager.logLevel=debug',
+    'gateway.credentialNamespace.create=false',
+    'gateway.logLevel=debug',
+    'gateway.healthCheck.intervalSeconds=2',
+    ...overrides,
+  ];
+  return set.flatMap((s) => ['--set', s]);
+}
+
 /** Runs the helm that hack/install-binaries.sh built against `kubeconfig`; its stdout. */
 export async function helm(kubeconfig: string, ...args: string[]): Promise<string> {
   try {
@@ -74,18 +97,20 @@ export interface ChartInstallOptions {
   namespace?: string;
   /** More `--set` values (after the local ones). */
   overrides?: string[];
+  /** The environment has real nodes running this image: no process runners, the chart's own values. */
+  images?: Pick<BuiltImages, 'image'>;
   log?: (line: string) => void;
 }
 
 export interface InstalledChart {
   release: string;
   namespace: string;
-  /** Where the gateway listens on this machine (its hostPort). */
-  gatewayUrl: string;
+  /** Where the gateway listens on this machine (its hostPort); on real nodes, behind its Service only. */
+  gatewayUrl?: string;
   /** helm's output (the chart's NOTES.txt). */
   notes: string;
-  /** The process runners and the pods they run. */
-  pods: LocalAddon;
+  /** The process runners and the pods they run (none on real nodes). */
+  pods?: LocalAddon;
   /** Stops the pods and their runners; the release stays (the environment's state is wiped at start). */
   stop(): Promise<void>;
 }
@@ -98,9 +123,21 @@ export interface InstalledChart {
 export async function installChart(options: ChartInstallOptions): Promise<InstalledChart> {
   const release = options.release ?? defaultRelease;
   const namespace = options.namespace ?? defaultNamespace;
-  const hostPort = await freePort();
-  const pods = startPodRunners(options.hub, options.managed, options.stateDir, options.log);
+  const images = options.images;
+  const hostPort = images ? undefined : await freePort();
+  const pods = images
+    ? undefined
+    : startPodRunners(options.hub, options.managed, options.stateDir, options.log);
+  const stop = async () => {
+    await pods?.stop();
+  };
   try {
+    const values = images
+      ? nodeChartValues(images, options.overrides)
+      : localChartValues({
+          hostPort: hostPort as number,
+          ...(options.overrides ? { overrides: options.overrides } : {}),
+        });
     const notes = await helm(
       options.hub.kubeconfig,
       'install',
@@ -109,7 +146,7 @@ export async function installChart(options: ChartInstallOptions): Promise<Instal
       '--namespace',
       namespace,
       '--create-namespace',
-      ...localChartValues({ hostPort, ...(options.overrides ? { overrides: options.overrides } : {}) }),
+      ...values,
     );
     const addonName = addonNameOf(options.overrides);
     await waitFor(
@@ -120,9 +157,16 @@ export async function installChart(options: ChartInstallOptions): Promise<Instal
         ),
       { timeoutMs: 60_000 },
     );
-    return { release, namespace, gatewayUrl: `https://127.0.0.1:${hostPort}`, notes, pods, stop: pods.stop };
+    return {
+      release,
+      namespace,
+      ...(hostPort ? { gatewayUrl: `https://127.0.0.1:${hostPort}` } : {}),
+      notes,
+      ...(pods ? { pods } : {}),
+      stop,
+    };
   } catch (err) {
-    await pods.stop();
+    await stop();
     throw err;
   }
 }

@@ -25,7 +25,8 @@ export interface ClusterPki {
 
 export const frontProxyClientName = 'front-proxy-client';
 
-export async function createClusterPki(name: string): Promise<ClusterPki> {
+/** `kubernetesServiceIp`: the first address of the cluster's service range, which pods dial in-cluster. */
+export async function createClusterPki(name: string, kubernetesServiceIp: string): Promise<ClusterPki> {
   const [ca, frontProxyCa] = await Promise.all([
     createCertificateAuthority(`${name}-ca`),
     createCertificateAuthority(`${name}-front-proxy-ca`),
@@ -34,7 +35,8 @@ export async function createClusterPki(name: string): Promise<ClusterPki> {
     ca.issue({
       commonName: 'kube-apiserver',
       dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc'],
-      ipAddresses: ['127.0.0.1'],
+      // 10.244.0.1: the host's address on the pods' bridge (host-changes.ts), where pods reach the apiserver.
+      ipAddresses: ['127.0.0.1', '10.244.0.1', kubernetesServiceIp],
       usage: 'server',
     }),
     ca.issue({ commonName: 'admin', organizations: ['system:masters'], usage: 'client' }),

@@ -12,6 +12,9 @@ import { type LocalAddon, startAddon } from './addon.ts';
 import { type LocalCluster, startApiserver, startControllerManager } from './apiserver.ts';
 import { startEtcd } from './etcd.ts';
 import { type LocalGateway, provisionCredentials, startGateway } from './gateway.ts';
+import { HostChanges } from './host-changes.ts';
+import { type BuiltImages, buildImages } from './images.ts';
+import { type LocalNode, startNode } from './node.ts';
 import { joinManagedCluster, startOcmHub } from './ocm.ts';
 import { Supervisor } from './supervisor.ts';
 
@@ -33,6 +36,12 @@ export interface EnvironmentOptions {
    * hub (addon.ts). Off by default: e2e files that test the manager run their own.
    */
   addon?: boolean | { managerArgs?: string[] };
+  /**
+   * A real node on every cluster (node.ts): containerd, a kubelet and a scheduler, every usual
+   * controller, and the project's image built from the Dockerfile and imported. Needs root; changes
+   * to the host are undone at stop (host-changes.ts). Not with `addon` (the process runners).
+   */
+  nodes?: boolean;
   log?: (line: string) => void;
 }
 
@@ -42,6 +51,9 @@ export interface Environment {
   managed: LocalCluster[];
   gateway?: LocalGateway;
   addon?: LocalAddon;
+  /** The nodes, hub first, and the images they hold (with `nodes`). */
+  nodes?: LocalNode[];
+  images?: BuiltImages;
   supervisor: Supervisor;
   stop(): Promise<void>;
 }
@@ -52,6 +64,8 @@ export interface EnvironmentState {
   hub: { name: string; server: string; kubeconfig: string };
   managed: { name: string; server: string; kubeconfig: string }[];
   gateway?: { url: string; port: number };
+  /** The project's image the nodes run (with `nodes`). */
+  image?: string;
 }
 
 /**
@@ -65,12 +79,52 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
   const log = options.log ?? (() => {});
   const names = options.managedClusters ?? ['cluster1', 'cluster2'];
   const { stateDir } = options;
-  const supervisor = new Supervisor(stateDir); // kills leftovers of a previous run first
-  rmSync(path.join(stateDir, 'data'), { recursive: true, force: true });
+  if (options.nodes && options.addon)
+    throw new Error('nodes run the addon from its image: do not also start the process runners (addon)');
+  // With nodes, Ctrl-C must stop them and undo the host's changes, not only kill processes: the
+  // environment handles the signals itself (below) instead of the supervisor.
+  const supervisor = new Supervisor(stateDir, { handleSignals: !options.nodes }); // kills leftovers first
   mkdirSync(stateDir, { recursive: true });
+  // Undoes what a previous run killed with SIGKILL left on the host, before anything else.
+  const host = options.nodes ? new HostChanges(stateDir) : undefined;
+  rmSync(path.join(stateDir, 'data'), { recursive: true, force: true });
+  rmSync(path.join(stateDir, 'nodes'), { recursive: true, force: true });
   const started = Date.now();
   const step = (what: string) => log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${what}`);
+  let nodes: LocalNode[] = [];
+  let stopping: Promise<void> | undefined;
+  // A second Ctrl-C (or a signal forwarded twice, as `timeout` does) while stopping must not end this
+  // process before the host is restored: the handler stays installed and only the first one acts.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    void stopAll().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  if (options.nodes) {
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  }
+  // Before the environment is complete: what has started so far.
+  let stopEverything = async () => {
+    await stopNodes().catch(() => {});
+    await supervisor.stop();
+    host?.restore();
+  };
+  function stopAll(): Promise<void> {
+    stopping ??= stopEverything().finally(() => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    });
+    return stopping;
+  }
+  const stopNodes = async () => {
+    await Promise.all(nodes.map((n) => n.stop()));
+    nodes = [];
+  };
   try {
+    // The image build runs while the control planes start (it is a no-op on an unchanged tree).
+    const images = options.nodes ? buildImages((line) => step(line)) : undefined;
+    images?.catch(() => {}); // awaited below; a failure is reported there
+    host?.setUpNetwork();
     step('starting etcd');
     const etcd = await startEtcd(supervisor, path.join(stateDir, 'data'));
     step(`starting kube-apiservers: hub, ${names.join(', ')}`);
@@ -82,12 +136,25 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
           etcdUrl: etcd.url,
           serviceCidr: `10.${96 + i}.0.0/16`,
           tls13Only: tls13OnlyClusters.has(name),
+          podNetwork: !!options.nodes,
         }),
       ),
     );
     if (!hub) throw new Error('hub did not start');
     step('starting kube-controller-managers');
-    for (const cluster of [hub, ...managed]) startControllerManager(supervisor, cluster);
+    for (const cluster of [hub, ...managed])
+      startControllerManager(supervisor, cluster, { withNode: !!options.nodes });
+    let built: BuiltImages | undefined;
+    if (host && images) {
+      built = await images;
+      step(`starting a node on each cluster (containerd, kubelet, kube-scheduler; image ${built.image})`);
+      nodes = await Promise.all(
+        [hub, ...managed].map((cluster, index) =>
+          startNode(supervisor, host, cluster, { index, stateDir, images: built as BuiltImages }),
+        ),
+      );
+      step(`${nodes.length} nodes Ready`);
+    }
     step(
       'starting the OCM hub (CRDs, registration controller, placement scheduler, addon manager, conversion webhook)',
     );
@@ -120,23 +187,28 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
       hub: pick(hub),
       managed: managed.map(pick),
       ...(gateway ? { gateway: { url: gateway.url, port: gateway.port } } : {}),
+      ...(built ? { image: built.image } : {}),
     };
     writeFileSync(path.join(stateDir, 'environment.json'), JSON.stringify(state, null, 2));
+    stopEverything = async () => {
+      await addon?.stop();
+      await stopNodes();
+      for (const cluster of [hub, ...managed]) cluster.client.close();
+      await supervisor.stop();
+      host?.restore();
+    };
     return {
       stateDir,
       hub,
       managed,
       ...(gateway ? { gateway } : {}),
       ...(addon ? { addon } : {}),
+      ...(built ? { nodes, images: built } : {}),
       supervisor,
-      stop: async () => {
-        await addon?.stop();
-        for (const cluster of [hub, ...managed]) cluster.client.close();
-        await supervisor.stop();
-      },
+      stop: stopAll,
     };
   } catch (err) {
-    await supervisor.stop();
+    await stopAll();
     throw err;
   }
 }

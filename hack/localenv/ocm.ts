@@ -190,7 +190,7 @@ export async function joinManagedCluster(
   mkdirSync(hubKubeconfigDir, { recursive: true });
   const bootstrapKubeconfig = writeKubeconfig(path.join(dir, 'bootstrap.kubeconfig'), {
     name: 'hub',
-    server: ocm.hub.server,
+    server: ocm.hub.reachableServer,
     caCert: ocm.hub.pki.ca.cert,
     token: await bootstrapToken(hub),
   });
@@ -203,7 +203,7 @@ export async function joinManagedCluster(
       `--bootstrap-kubeconfig=${bootstrapKubeconfig}`,
       `--hub-kubeconfig-dir=${hubKubeconfigDir}`,
       `--kubeconfig=${cluster.kubeconfig}`,
-      `--spoke-external-server-urls=${cluster.server}`,
+      `--spoke-external-server-urls=${cluster.reachableServer}`,
       `--namespace=${agentNamespace}`,
       `--listen=127.0.0.1:${registrationListen}`,
       '--disable-leader-election',

@@ -45,6 +45,25 @@ describe('GET /healthz written and read by hand', () => {
     );
   });
 
+  it('writes extra header lines (a no-credential probe asks as the prober user, with no Authorization)', async () => {
+    let seen = '';
+    const connect = await server((socket, req) => {
+      seen = req;
+      socket.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    });
+    const { authorization: _, ...anonymous } = request;
+    const answer = await getHealthz(connect(), {
+      ...anonymous,
+      extraHeaders: ['Impersonate-User', 'cluster-gateway:health-prober'],
+    });
+    assert.deepEqual(answer, { status: 200, body: 'ok' });
+    assert.equal(
+      seen,
+      'GET /prefix/healthz HTTP/1.1\r\nHost: cluster.example:6443\r\nUser-Agent: cluster-gateway-test\r\n' +
+        'Impersonate-User: cluster-gateway:health-prober\r\nConnection: close\r\n\r\n',
+    );
+  });
+
   it('decodes a chunked body, and skips an interim 1xx answer', async () => {
     const connect = await server((socket) =>
       socket.end(

@@ -19,6 +19,8 @@ export interface HealthzRequest {
   host: string;
   userAgent: string;
   authorization?: string;
+  /** More header lines, as [name, value, name, value, ...] (a no-credential probe's identity). */
+  extraHeaders?: readonly string[];
   timeoutMs: number;
 }
 
@@ -91,6 +93,7 @@ export function getHealthz(socket: Duplex, request: HealthzRequest): Promise<Hea
       `Host: ${request.host}`,
       `User-Agent: ${request.userAgent}`,
       ...(request.authorization ? [`Authorization: ${request.authorization}`] : []),
+      ...pairs(request.extraHeaders ?? []).map(([name, value]) => `${name}: ${value}`),
       'Connection: close',
     ];
     // What http.request refuses (ERR_INVALID_CHAR): a line break would write a header of its own.
@@ -132,4 +135,10 @@ function dechunk(body: Buffer): Buffer {
     at = lineEnd + 2 + size + 2;
   }
   return Buffer.concat(parts);
+}
+
+function pairs(raw: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
+  return out;
 }

@@ -40,9 +40,24 @@ import type { Agent } from 'node:http';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import type { Http2Sessions } from '../../../shared/transport/http2-sessions.ts';
 import type { Upstream } from '../../../shared/transport/upstream.ts';
+import { encodeTunnelIdentity } from '../../../shared/tunnel/identity.ts';
 import type { ClusterEvent, ClusterHealth, ClusterTarget } from '../clusters/cluster.ts';
 import type { ClusterPools } from '../proxy/cluster-pools.ts';
 import { getHealthz } from './healthz-once.ts';
+
+/**
+ * Who a probe of a no-credential cluster asks as. Its agent forwards only as an impersonated hub user
+ * and never lends its own identity (shared/tunnel/identity.ts), so a probe without one is refused
+ * (403) and such a cluster would never read healthy. This user holds no permission anywhere: on the
+ * managed cluster it is any authenticated user, whom Kubernetes' default RBAC
+ * (system:public-info-viewer) allows GET /healthz and nothing else of use.
+ */
+export const proberIdentity = 'cluster-gateway:health-prober';
+const proberIdentityHeaders: readonly string[] = (() => {
+  const out: string[] = [];
+  encodeTunnelIdentity(out, { name: proberIdentity, groups: [], extra: {} });
+  return out;
+})();
 
 export interface ProberOptions {
   /** Every cluster now; read at start and once per interval. */
@@ -299,9 +314,13 @@ export class HealthProber {
     const upstream = this.#o.pools.get(target);
     if (typeof upstream === 'string') return { healthy: false, reason: upstream };
     const timeoutMs = this.#o.timeoutMs ?? 5000;
+    const identity =
+      target.endpoint?.type === 'ClusterProxy' && target.endpoint.trustModel === 'no-credential'
+        ? proberIdentityHeaders
+        : undefined;
     // The proxy's HTTP/2 session is open (the cluster has traffic): the probe is one more stream on it.
     if (upstream.http2?.hasFreeSession())
-      return probeOverHttp2(upstream, upstream.http2, timeoutMs, this.#o.userAgent);
+      return probeOverHttp2(upstream, upstream.http2, timeoutMs, this.#o.userAgent, identity);
     const userAgent = this.#o.userAgent ?? 'cluster-gateway';
     const path = `${upstream.basePath}/healthz`;
     // A connection kept for every cluster costs about 100 KB of RSS each (docs/benchmarks-log.md, "Scale"):
@@ -319,6 +338,7 @@ export class HealthProber {
             userAgent,
             timeoutMs,
             ...(upstream.authorization ? { authorization: upstream.authorization } : {}),
+            ...(identity ? { extraHeaders: identity } : {}),
           }),
         )
         .then(
@@ -329,6 +349,7 @@ export class HealthProber {
     return new Promise<ClusterHealth>((resolve) => {
       const headers: Record<string, string> = { host: upstream.hostHeader, 'user-agent': userAgent };
       if (upstream.authorization) headers.authorization = upstream.authorization;
+      for (let i = 0; identity && i + 1 < identity.length; i += 2) headers[identity[i]!] = identity[i + 1]!;
       const req = upstream.request(
         {
           agent: upstream.agent,
@@ -362,6 +383,7 @@ function probeOverHttp2(
   sessions: Http2Sessions,
   timeoutMs: number,
   userAgent = 'cluster-gateway',
+  identity?: readonly string[],
 ): Promise<ClusterHealth> {
   const headers: OutgoingHttpHeaders = {
     ':method': 'GET',
@@ -371,6 +393,8 @@ function probeOverHttp2(
     'user-agent': userAgent,
     ...(upstream.authorization ? { authorization: upstream.authorization } : {}),
   };
+  for (let i = 0; identity && i + 1 < identity.length; i += 2)
+    headers[identity[i]!.toLowerCase()] = identity[i + 1]!;
   return new Promise<ClusterHealth>((resolve) => {
     sessions.request(headers, true, (result) => {
       if ('error' in result)
