@@ -124,7 +124,9 @@ try {
       `| ${program} | ${startToReady.toFixed(0)} | ${help.toFixed(2)} | ${rss.toFixed(1)} | ${cpu.toFixed(2)} |`,
     );
   }
-  console.log(`\n(idle ${idleSeconds} s; one gateway replica of two shown; --help includes podman starting the container; command: npm run bench:image)`);
+  console.log(
+    `\n(idle ${idleSeconds} s; one gateway replica of two shown; --help includes podman starting the container; command: npm run bench:image)`,
+  );
 } finally {
   await env.stop();
 }
