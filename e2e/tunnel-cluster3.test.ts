@@ -77,7 +77,15 @@ async function environmentOcmHub(client: KubeClient): Promise<OcmHub> {
   const env = environmentState();
   const file = (name: string) => readFileSync(path.join(env.stateDir, 'hub', name), 'utf8');
   const ca = await loadCertificateAuthority({ cert: file('ca.crt'), key: file('ca.key') });
-  const hub = { name: 'hub', server: env.hub.server, kubeconfig: env.hub.kubeconfig, client, pki: { ca } };
+  const hub = {
+    name: 'hub',
+    server: env.hub.server,
+    // The shared environment has no nodes: what it configures reaches the hub at its own address.
+    reachableServer: env.hub.server,
+    kubeconfig: env.hub.kubeconfig,
+    client,
+    pki: { ca },
+  };
   return { hub: hub as unknown as LocalCluster };
 }
 
@@ -190,7 +198,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     await joinManagedCluster(
       supervisor,
       await environmentOcmHub(hub),
-      { ...cluster3, server: decoyUrl },
+      { ...cluster3, server: decoyUrl, reachableServer: decoyUrl },
       env.stateDir,
     );
 

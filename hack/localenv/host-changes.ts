@@ -50,6 +50,8 @@ interface Journal {
   cgroupRoots: string[];
   /** The network namespaces that existed before: the CRI's new ones (cni-*) are removed at restore. */
   netnsBefore: string[];
+  /** Whether this run made the bridge and the NAT chain (and so started kubelets): only then are they removed. */
+  network: boolean;
 }
 
 const run = (cmd: string, args: string[]) =>
@@ -76,12 +78,20 @@ export class HostChanges {
       createdPaths: fixedPaths.filter((p) => !existsSync(p)),
       cgroupRoots: [],
       netnsBefore: existsSync('/run/netns') ? readdirSync('/run/netns') : [],
+      network: false,
     };
     this.#save();
   }
 
   /** The bridge with the host's address, and the NAT chain that will hold each cluster's kubernetes Service. */
   setUpNetwork(): void {
+    if (existsSync(`/sys/class/net/${bridgeName}`)) {
+      throw new Error(
+        `the pods' bridge ${bridgeName} exists already: another environment with nodes runs on this machine (one at a time), or one killed with SIGKILL left it from another state folder; stop it, or remove it: ip link del ${bridgeName}`,
+      );
+    }
+    this.#journal.network = true;
+    this.#save();
     run('ip', ['link', 'add', bridgeName, 'type', 'bridge']);
     run('ip', ['addr', 'add', `${hostAddress}/16`, 'dev', bridgeName]);
     run('ip', ['link', 'set', bridgeName, 'up']);
@@ -153,18 +163,20 @@ export function restoreHost(journalPath: string): void {
       }
     }
   }
-  tryRun('iptables', ['-t', 'nat', '-D', 'PREROUTING', '-i', bridgeName, '-j', natChain]);
-  tryRun('iptables', ['-t', 'nat', '-F', natChain]);
-  tryRun('iptables', ['-t', 'nat', '-X', natChain]);
-  for (const iptables of ['iptables', 'ip6tables']) {
-    for (const [table, chain] of kubeletChains) {
-      for (const parent of ['INPUT', 'OUTPUT', 'FORWARD'])
-        tryRun(iptables, ['-t', table, '-D', parent, '-j', chain]);
-      tryRun(iptables, ['-t', table, '-F', chain]);
-      tryRun(iptables, ['-t', table, '-X', chain]);
+  if (journal.network) {
+    tryRun('iptables', ['-t', 'nat', '-D', 'PREROUTING', '-i', bridgeName, '-j', natChain]);
+    tryRun('iptables', ['-t', 'nat', '-F', natChain]);
+    tryRun('iptables', ['-t', 'nat', '-X', natChain]);
+    for (const iptables of ['iptables', 'ip6tables']) {
+      for (const [table, chain] of kubeletChains) {
+        for (const parent of ['INPUT', 'OUTPUT', 'FORWARD'])
+          tryRun(iptables, ['-t', table, '-D', parent, '-j', chain]);
+        tryRun(iptables, ['-t', table, '-F', chain]);
+        tryRun(iptables, ['-t', table, '-X', chain]);
+      }
     }
+    tryRun('ip', ['link', 'del', bridgeName]);
   }
-  tryRun('ip', ['link', 'del', bridgeName]);
   for (const [key, value] of Object.entries(journal.sysctls)) {
     try {
       writeFileSync(`/proc/sys/${key}`, value);
