@@ -17,7 +17,10 @@ import { defaultNamespace, defaultRelease, type InstalledChart, installChart } f
 import { startEnvironment } from './localenv/environment.ts';
 import { waitFor } from './localenv/wait.ts';
 
-const stateDir = path.join(repoRoot, '.local', 'env');
+// CLUSTER_GATEWAY_ENV_DIR: another state folder (e2e/real-nodes.test.ts runs `npm start` in one of its own).
+const stateDir = process.env.CLUSTER_GATEWAY_ENV_DIR
+  ? path.resolve(process.env.CLUSTER_GATEWAY_ENV_DIR)
+  : path.join(repoRoot, '.local', 'env');
 const rel = (file: string) => path.relative(process.cwd(), file) || '.';
 const log = (line: string) => console.log(line);
 const started = Date.now();

@@ -144,17 +144,24 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
     step('starting kube-controller-managers');
     for (const cluster of [hub, ...managed])
       startControllerManager(supervisor, cluster, { withNode: !!options.nodes });
+    // The nodes and OCM need nothing of each other: they start side by side.
     let built: BuiltImages | undefined;
-    if (host && images) {
+    const nodesReady = (async () => {
+      if (!host || !images) return;
       built = await images;
       step(`starting a node on each cluster (containerd, kubelet, kube-scheduler; image ${built.image})`);
-      nodes = await Promise.all(
+      const started = await Promise.allSettled(
         [hub, ...managed].map((cluster, index) =>
           startNode(supervisor, host, cluster, { index, stateDir, images: built as BuiltImages }),
         ),
       );
+      // Every node that started is stopped with the others, even when one failed.
+      nodes = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
       step(`${nodes.length} nodes Ready`);
-    }
+    })();
+    nodesReady.catch(() => {}); // awaited below; a failure is reported there
     step(
       'starting the OCM hub (CRDs, registration controller, placement scheduler, addon manager, conversion webhook)',
     );
@@ -164,6 +171,7 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
     }
     await Promise.all(managed.map((cluster) => joinManagedCluster(supervisor, ocmHub, cluster, stateDir)));
     step(`${names.length} managed clusters joined and available`);
+    await nodesReady;
     let gateway: LocalGateway | undefined;
     if (options.gateway ?? true) {
       step('starting the cluster gateway and registering its APIService');
