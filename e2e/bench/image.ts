@@ -11,11 +11,11 @@
  *   no capabilities), median of 5: the cost of starting Node and loading the program.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { binaryPath, repoRoot } from '../../hack/localenv/binaries.ts';
 import { defaultNamespace, installChart } from '../../hack/localenv/chart.ts';
 import { startEnvironment } from '../../hack/localenv/environment.ts';
+import { processes } from '../../hack/localenv/host-changes.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { cpuUsage, median, rssKb } from './measure.ts';
@@ -139,13 +139,9 @@ async function readyPods(client: KubeClient, namespace: string): Promise<Pod[]> 
 /** The first process of each program found running on this machine (containers share its process table). */
 function findContainerProcesses(): Map<string, number> {
   const found = new Map<string, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      const main = args.find((a) => a.startsWith('/app/') && a.endsWith('main.ts'));
-      if (args[0] === 'node' && main && !found.has(main)) found.set(main, Number(entry));
-    } catch {}
+  for (const { pid, args } of processes()) {
+    const main = args.find((a) => a.startsWith('/app/') && a.endsWith('main.ts'));
+    if (args[0] === 'node' && main && !found.has(main)) found.set(main, pid);
   }
   return found;
 }

@@ -199,20 +199,29 @@ function killProcesses(cgroupRoots: string[], stateDir: string): void {
       if (e.isDirectory()) collect(path.join(dir, e.name));
   };
   for (const root of cgroupRoots) collect(path.join('/sys/fs/cgroup/pids', root));
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.startsWith('containerd-shim') || cmdline.includes('/containerd-shim')) {
-        if (cmdline.includes(stateDir)) pids.add(Number(entry));
-      }
-    } catch {}
+  for (const { pid, args } of processes()) {
+    if (args[0]?.endsWith('containerd-shim-runc-v2') && args.some((a) => a.includes(stateDir))) pids.add(pid);
   }
   for (const pid of pids) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {}
   }
+}
+
+/** Every process on this machine with its command line (containers share its process table). */
+export function processes(): { pid: number; args: string[] }[] {
+  const out: { pid: number; args: string[] }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      out.push({
+        pid: Number(entry),
+        args: readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean),
+      });
+    } catch {} // gone meanwhile
+  }
+  return out;
 }
 
 /** Mount points at or under any of `prefixes`, in mount order. */
@@ -255,14 +264,9 @@ export function hostFootprint(stateDir: string): {
   paths: string[];
   cgroups: string[];
 } {
-  const processes: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      if (cmdline.includes(stateDir)) processes.push(`${entry} ${cmdline.slice(0, 160)}`);
-    } catch {}
-  }
+  const running = processes()
+    .filter(({ pid, args }) => pid !== process.pid && args.some((a) => a.includes(stateDir)))
+    .map(({ pid, args }) => `${pid} ${args.join(' ').slice(0, 160)}`);
   const chains: string[] = [];
   for (const iptables of ['iptables', 'ip6tables']) {
     for (const table of ['filter', 'nat', 'mangle']) {
@@ -274,7 +278,7 @@ export function hostFootprint(stateDir: string): {
   }
   const cgroups = readdirSync('/sys/fs/cgroup/pids').filter((n) => n.startsWith('cgw-'));
   return {
-    processes,
+    processes: running,
     mounts: mountsUnder([...fixedPaths, stateDir]),
     chains,
     bridge: existsSync(`/sys/class/net/${bridgeName}`),
