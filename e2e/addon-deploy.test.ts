@@ -5,7 +5,8 @@
  * cluster1; an AddOnDeploymentConfig change updates them; `clusteradm addon
  * disable` removes the work and everything it made on cluster1; two
  * managers, the leader killed, the other takes over within 15 s.
- * (The agent process itself is not run here: no process runner yet.)
+ * (The agent never runs here: its image is on a registry this machine cannot reach. Files that run it
+ * use the image built here: addon-agent, tunnel-addon, addon-lifecycle.)
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -254,32 +255,8 @@ describe('addon manager: deploy path', { concurrency: false }, () => {
     assert.equal(applied.reason, 'AddonManifestApplied');
     assert.equal(applied.message, 'manifests of addon are applied successfully');
     configHash = await progressingCompleted(hub);
-    // Status feedback from the agent Deployment. The environment turns kube-controller-manager's
-    // deployment controller off (the process runner owns Deployment status), and no runner runs here:
-    // write the status a not-yet-available Deployment has, as that owner would.
-    const deploymentPath = agentPaths(sharedNamespace).deployment;
-    const live = await spoke.get<Deployment & { metadata: { generation: number } }>(deploymentPath);
-    await spoke.request('PUT', `${deploymentPath}/status`, {
-      body: {
-        ...live,
-        status: {
-          observedGeneration: live.metadata.generation,
-          replicas: 1,
-          updatedReplicas: 1,
-          unavailableReplicas: 1,
-          conditions: [
-            {
-              type: 'Available',
-              status: 'False',
-              reason: 'MinimumReplicasUnavailable',
-              message: 'Deployment does not have minimum availability.',
-              lastUpdateTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-              lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-            },
-          ],
-        },
-      },
-    });
+    // Status feedback from the agent Deployment, as cluster1's own controllers report it: its image is on
+    // a registry this machine cannot reach, so the pod never starts and the Deployment stays unavailable.
     const feedback = await waitFor(
       'status feedback of the agent Deployment',
       async () => {

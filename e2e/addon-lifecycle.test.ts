@@ -1,35 +1,45 @@
 /**
  * The addon's life through the real path, watched from before the first
- * enable: the manager from its Deployment on the hub and the agents from the
- * ManifestWork that OCM's work agent applies, both run by the process runners
- * (hack/localenv/addon.ts), OCM's real registration and work agents.
+ * enable: the manager from its Deployment on the hub (hack/localenv/addon.ts,
+ * addon-manager.ts) and the agents from the ManifestWork that OCM's work agent
+ * applies, both pods of the environment's image run by the real kubelets of
+ * the hub and of each managed cluster; OCM's real registration and work agents.
  *
  * A recorder watches every ManagedClusterAddOn of ours through `clusteradm
  * addon enable` on both clusters, disable/enable cycles on cluster2, an
- * agent kill and restart, a stop and start of cluster1's kube-apiserver, a
- * manager kill and restart, a switch to OCM's Lease health mode and back, and
- * install strategy Placements (OCM's placement scheduler and addon manager);
- * then asserts on every status it saw and prints the timeline.
+ * agent killed while its node is stopped and restarted by its kubelet, a stop
+ * and start of cluster1's kube-apiserver, the manager's container killed and
+ * restarted by the hub's kubelet, a switch to OCM's Lease health mode and back
+ * (a rollout of the manager's Deployment each), and install strategy
+ * Placements (OCM's placement scheduler and addon manager); then asserts on
+ * every status it saw and prints the timeline.
  *
- * The managed kube-apiserver is the shared environment's (owned by the global
- * setup's supervisor, in another process): it is stopped with SIGSTOP and
- * started with SIGCONT, so the same process, ports and supervision stay in
- * place for the test files that follow. A frozen apiserver accepts no
- * request, like a stopped one (clients time out rather than being refused).
+ * The managed kube-apiserver and kubelet are the shared environment's (owned
+ * by the global setup's supervisor, in another process): they are stopped
+ * with SIGSTOP and started with SIGCONT, so the same process, ports and
+ * supervision stay in place for the test files that follow. A frozen
+ * apiserver accepts no request, like a stopped one (clients time out rather
+ * than being refused); a frozen kubelet neither restarts a container nor
+ * reports one dead, like a node that stopped. Containers are killed as the
+ * host sees them: their processes, found through /proc.
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type AddonCluster, type LocalAddon, startAddon } from '../hack/localenv/addon.ts';
 import {
-  installAddonManager,
-  managerNamespace,
-  uninstallAddonManager,
-} from '../hack/localenv/addon-manager.ts';
+  containerPids,
+  environmentPid,
+  type LocalAddon,
+  managerSelector,
+  type Pod,
+  podReady,
+  podsOf,
+  startAddon,
+} from '../hack/localenv/addon.ts';
+import { managerNamespace, uninstallAddonManager } from '../hack/localenv/addon-manager.ts';
+import { processes } from '../hack/localenv/host-changes.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import { observeDeployment } from '../manager/addon/availability/observe.ts';
-import { KubeClient } from '../shared/kube/client.ts';
+import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
 import { clusteradm } from './support/clusteradm.ts';
 import { e2eStateDir, environmentState, hubClient } from './support/environment.ts';
 import { kubectl } from './support/kubectl.ts';
@@ -42,9 +52,8 @@ const workPath = (c: string) =>
   `/apis/work.open-cluster-management.io/v1/namespaces/${c}/manifestworks/addon-${addon}-deploy-0`;
 const cmaPath = `${api}/clustermanagementaddons/${addon}`;
 const webhookConfigPath = `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/${addon}-addon-available`;
-const agentDeployment = `open-cluster-management-agent-addon/${addon}-agent`;
-const agentProcessName = `cluster1-open-cluster-management-agent-addon-${addon}-agent`;
-const managerProcessName = `hub-${managerNamespace}-cluster-gateway-addon-manager`;
+const agentNamespace = 'open-cluster-management-agent-addon';
+const agentDeployment = `${agentNamespace}/${addon}-agent`;
 const placementName = 'cluster-gateway-e2e';
 const placementLabel = 'e2e.cluster-gateway.oam.dev/placement';
 const placementPath = `/apis/cluster.open-cluster-management.io/v1beta1/namespaces/${managerNamespace}/placements/${placementName}`;
@@ -171,7 +180,16 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
   let recorder: ReturnType<typeof record>;
   let cmaExisted = false;
   let webhookExisted = false;
-  let stoppedApiserver: number | undefined;
+  /** Environment processes frozen by a test (SIGSTOP), to resume (SIGCONT) whatever happens. */
+  const frozen = new Set<number>();
+  const freeze = (pid: number) => {
+    frozen.add(pid);
+    process.kill(pid, 'SIGSTOP');
+  };
+  const thaw = (pid: number) => {
+    process.kill(pid, 'SIGCONT');
+    frozen.delete(pid);
+  };
 
   const get = (c: string) => hub.getOptional<Mca>(mcaPath(c));
   const availableOf = (obj: Mca | undefined) => obj?.status?.conditions?.find((c) => c.type === 'Available');
@@ -220,42 +238,59 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
       },
       { timeoutMs, intervalMs: 100 },
     );
-  const running = (name: string) => local.supervisor.processes.find((p) => p.name === name && !p.exit);
-
-  /** cluster1's kube-apiserver of the shared environment: its pid, from the environment's pid file. */
-  function cluster1ApiserverPid(): number {
-    const pids = readFileSync(path.join(e2eStateDir, 'pids'), 'utf8').split('\n').map(Number);
+  const spoke = (c: string) => {
+    const client = spokes.get(c);
+    assert.ok(client, `a client of ${c}`);
+    return client;
+  };
+  /** The agent pods of `c` (terminating ones included). */
+  const agentPods = async (c: string) =>
+    (await podsOf(spoke(c), agentNamespace)).filter((p) => p.metadata.name.startsWith(`${addon}-agent-`));
+  /** The one Ready agent pod of `c`, and its container's id and host pids. */
+  const runningAgent = async (c: string) => {
+    const pods = (await agentPods(c)).filter(podReady);
+    assert.equal(
+      pods.length,
+      1,
+      `one Ready agent pod on ${c}: ${pods.map((p) => p.metadata.name).join(', ')}`,
+    );
+    return withContainer(pods[0] as Pod);
+  };
+  const withContainer = (pod: Pod) => {
+    const status = pod.status?.containerStatuses?.[0];
+    assert.ok(status?.containerID, `${pod.metadata.name} has a container`);
+    const pids = containerPids(status.containerID);
+    assert.ok(pids.length > 0, `the host sees the processes of ${pod.metadata.name}'s container`);
+    return { pod, containerId: status.containerID, restartCount: status.restartCount, pids };
+  };
+  /** SIGKILL every process of a container, as the host sees them; returns once none is left. */
+  const killContainer = async (containerId: string, pids: number[]) => {
     for (const pid of pids) {
-      let cmdline = '';
       try {
-        cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      } catch {
-        continue;
-      }
-      const args = cmdline.split('\0');
-      if (args[0]?.endsWith('kube-apiserver') && args.includes('--etcd-prefix=/cluster1')) return pid;
+        process.kill(pid, 'SIGKILL');
+      } catch {} // gone with the container's init
     }
-    throw new Error("cluster1's kube-apiserver is not among the environment's processes");
-  }
+    await waitFor(
+      'the killed container to have no process left',
+      () => containerPids(containerId).length === 0,
+      {
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      },
+    );
+  };
+  /** An environment process (the global setup's supervisor's), from its pid file. */
+  const envPid = (what: string, match: (args: string[]) => boolean) =>
+    environmentPid(e2eStateDir, what, match);
 
   before(async () => {
     hub = await hubClient();
     const env = environmentState();
-    const cluster = async (c: {
-      name: string;
-      server: string;
-      kubeconfig: string;
-    }): Promise<AddonCluster> => ({
-      name: c.name,
-      server: c.server,
-      client: await KubeClient.fromKubeconfig(c.kubeconfig),
-      pki: { ca: { cert: readFileSync(path.join(env.stateDir, c.name, 'ca.crt'), 'utf8') } },
-    });
-    const hubCluster = await cluster(env.hub);
-    const managed = await Promise.all(
-      env.managed.filter((c) => clusters.includes(c.name as never)).map(cluster),
-    );
-    for (const c of managed) spokes.set(c.name, c.client);
+    const image = env.image;
+    assert.ok(image, 'the e2e environment runs real nodes and their image (e2e/setup.ts: nodes: true)');
+    for (const c of env.managed.filter((m) => clusters.includes(m.name as never))) {
+      spokes.set(c.name, await KubeClient.fromKubeconfig(c.kubeconfig));
+    }
     // From a clean start: no addon of ours on either cluster.
     for (const c of clusters) await hub.delete(mcaPath(c));
     for (const c of clusters) await gone(c, 60_000);
@@ -263,14 +298,8 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     webhookExisted = !!(await hub.getOptional(webhookConfigPath));
 
     recorder = record(hub);
-    recorder.mark('recorder watching; installing the manager Deployment, starting the process runners');
-    // The runners' own log (pods started, stopped, failed passes): where to look when a cycle is slow.
-    const stateDir = path.join(e2eStateDir, 'addon-lifecycle');
-    mkdirSync(stateDir, { recursive: true });
-    const runnerLog = path.join(stateDir, 'runners.log');
-    local = await startAddon(hubCluster, managed, stateDir, {
-      log: (line) => appendFileSync(runnerLog, `${new Date().toISOString()} ${line}\n`),
-    });
+    recorder.mark(`recorder watching; installing the manager Deployment (image ${image})`);
+    local = await startAddon(hub, { image });
     // The manager is ready once it has registered its LeaseNotFound webhook (Customized mode).
     await waitFor('the manager to register its webhook', () => hub.getOptional(webhookConfigPath), {
       timeoutMs: 60_000,
@@ -278,26 +307,40 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
   });
 
   after(async () => {
-    if (stoppedApiserver) process.kill(stoppedApiserver, 'SIGCONT');
+    for (const pid of frozen) thaw(pid);
     await recorder?.stop();
-    // Leave the environment as found: addon disabled (agents removed by the work agents while the
-    // runners still run), runners and pods stopped, the manager's objects gone from the hub.
-    await clusteradm('addon', 'disable', '--names', addon, '--clusters', clusters.join(',')).catch(() => {});
-    for (const c of clusters) await gone(c, 60_000).catch(() => {});
-    await local?.stop();
+    // Leave the environment as found: no Placement deciding our addon (OCM would enable it again), the
+    // addon disabled (agents removed by the work agents), no agent pod left on either node, the manager's
+    // objects and pods gone from the hub. Every step runs whatever failed before it, and says what failed.
+    const attempt = async (what: string, step: () => Promise<unknown>) =>
+      step().catch((err: Error) => console.log(`[lifecycle] cleanup: ${what}: ${err.message}`));
     if (hub) {
-      await hub.delete(placementPath);
-      await hub.delete(
-        `/apis/cluster.open-cluster-management.io/v1beta2/namespaces/${managerNamespace}/managedclustersetbindings/global`,
-      );
-      for (const c of clusters) {
-        await hub
-          .mergePatch(`/apis/cluster.open-cluster-management.io/v1/managedclusters/${c}`, {
+      await attempt('the Placement', async () => {
+        await hub.delete(placementPath);
+        await hub.delete(
+          `/apis/cluster.open-cluster-management.io/v1beta2/namespaces/${managerNamespace}/managedclustersetbindings/global`,
+        );
+        for (const c of clusters) {
+          await hub.mergePatch(`/apis/cluster.open-cluster-management.io/v1/managedclusters/${c}`, {
             metadata: { labels: { [placementLabel]: null } },
-          })
-          .catch(() => {});
-      }
-      await uninstallAddonManager(hub);
+          });
+        }
+      });
+    }
+    await attempt('addon disable', () =>
+      clusteradm('addon', 'disable', '--names', addon, '--clusters', clusters.join(',')),
+    );
+    for (const c of clusters) await attempt(`${c} addon gone`, () => gone(c, 60_000));
+    for (const c of clusters) {
+      if (!spokes.has(c)) continue;
+      await attempt(`${c} agent pods`, () =>
+        waitFor(`${c}: no agent pod left`, async () => (await agentPods(c)).length === 0, {
+          timeoutMs: 60_000,
+        }),
+      );
+    }
+    if (hub) await attempt('the manager', () => (local ? local.stop() : uninstallAddonManager(hub)));
+    if (hub) {
       if (!webhookExisted) await hub.delete(webhookConfigPath);
       if (!cmaExisted) await hub.delete(cmaPath);
     }
@@ -373,33 +416,54 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     assert.ok(recorder.between('cluster1', from, to).every((s) => s.available?.status === 'True'));
   });
 
-  test('a dead agent is Available False naming it within 15 s; True within 10 s of its restart', async () => {
-    const agent = running(agentProcessName);
-    assert.ok(agent, 'the agent of cluster1 runs');
-    const runner = local.runners.find((_, i) => i === 1); // [hub, cluster1, cluster2]
-    assert.ok(runner);
-    const killedAt = recorder.mark(`agent of cluster1 killed (SIGKILL pid ${agent.pid}); its runner stopped`);
-    process.kill(agent.pid, 'SIGKILL');
-    await runner.stop(); // its node is gone too: nothing restarts it
-    const falseAt = await waitAvailable(
-      'cluster1',
-      (a) => a.status === 'False' && !!a.message?.includes(agentDeployment),
-      'Available False naming the agent',
-      20_000,
+  test("a dead agent (its node stopped, its process killed) is Available False naming it within 15 s; True within 10 s of the kubelet's restart", async () => {
+    const c = 'cluster1';
+    const agent = await runningAgent(c);
+    // The node stops first (its kubelet frozen): nothing restarts the agent, and nothing reports it dead, so
+    // its Deployment still counts it available and only the missing heartbeat can tell.
+    const kubelet = envPid(
+      `${c}'s kubelet`,
+      (args) => !!args[0]?.endsWith('kubelet') && args.includes(`--hostname-override=${c}-node`),
     );
-    runner.start();
-    // The runner restarts a killed pod with a crash backoff, as a kubelet does: "its restart" is the moment
-    // the new agent process runs, not the moment its node came back.
-    const restarted = await waitFor('the agent of cluster1 to run again', () => {
-      const next = running(agentProcessName);
-      return next && next.pid !== agent.pid ? next : undefined;
-    });
-    const restartedAt = recorder.mark(`agent of cluster1 restarted (pid ${restarted.pid})`);
-    const trueAt = await waitAvailable('cluster1', agentAvailable, 'Available True again', 20_000);
+    freeze(kubelet);
+    const killedAt = recorder.mark(
+      `${c}'s kubelet stopped (SIGSTOP pid ${kubelet}); agent container killed (SIGKILL pids ${agent.pids.join(' ')})`,
+    );
+    let falseAt: number;
+    try {
+      await killContainer(agent.containerId, agent.pids);
+      falseAt = await waitAvailable(
+        c,
+        (a) => a.status === 'False' && !!a.message?.includes(agentDeployment),
+        'Available False naming the agent',
+        20_000,
+      );
+    } finally {
+      thaw(kubelet);
+    }
+    recorder.mark(`${c}'s kubelet started again (SIGCONT pid ${kubelet})`);
+    // The kubelet restarts the dead container in the same pod: "its restart" is the moment the new agent
+    // process runs on the host (its command line names the cluster), not the moment the node came back.
+    const isAgent = (args: string[]) =>
+      args.includes('/app/agent/main.ts') && args.includes(`--cluster-name=${c}`);
+    const restarted = await waitFor(
+      `the kubelet to restart the agent of ${c}`,
+      () => processes().find((p) => isAgent(p.args) && !agent.pids.includes(p.pid)),
+      { timeoutMs: 60_000, intervalMs: 50 },
+    );
+    const restartedAt = recorder.mark(`agent of ${c} restarted by its kubelet (pid ${restarted.pid})`);
+    const trueAt = await waitAvailable(c, agentAvailable, 'Available True again', 20_000);
+    const pod = await spoke(c).get<Pod>(
+      `/api/v1/namespaces/${agentNamespace}/pods/${agent.pod.metadata.name}`,
+    );
+    assert.ok(
+      (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) > agent.restartCount,
+      'the same pod, its container restarted',
+    );
     const down = seconds(falseAt - killedAt);
     const up = seconds(trueAt - restartedAt);
     const reason = recorder
-      .between('cluster1', killedAt, restartedAt)
+      .between(c, killedAt, restartedAt)
       .find((s) => s.available?.status === 'False')?.available;
     console.log(`[lifecycle] agent killed -> False (${reason?.reason}) ${down} s; restarted -> True ${up} s`);
     assert.ok(down <= 15, `False within 15 s of the kill (${down} s)`);
@@ -423,22 +487,21 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
       },
       { timeoutMs: 60_000, intervalMs: 200 },
     );
-    const pid = cluster1ApiserverPid();
+    const pid = envPid(
+      "cluster1's kube-apiserver",
+      (args) => !!args[0]?.endsWith('kube-apiserver') && args.includes('--etcd-prefix=/cluster1'),
+    );
     const stoppedAt = recorder.mark(`cluster1 kube-apiserver stopped (SIGSTOP pid ${pid})`);
-    process.kill(pid, 'SIGSTOP');
-    stoppedApiserver = pid;
+    freeze(pid);
     let falseAt: number;
     try {
       falseAt = await waitAvailable('cluster1', (a) => a.status === 'False', 'Available False', 40_000);
     } finally {
-      process.kill(pid, 'SIGCONT');
-      stoppedApiserver = undefined;
+      thaw(pid);
     }
     const startedAt = recorder.mark(`cluster1 kube-apiserver started (SIGCONT pid ${pid})`);
-    const spoke = spokes.get('cluster1');
-    assert.ok(spoke);
     await waitFor('cluster1 kube-apiserver /readyz', async () => {
-      await spoke.request('GET', '/readyz');
+      await spoke('cluster1').request('GET', '/readyz');
       return true;
     });
     const trueAt = await waitAvailable('cluster1', agentAvailable, 'Available True again', 40_000);
@@ -454,17 +517,26 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     assert.match(cause?.available?.reason ?? '', /^(ClusterUnreachableFromGateway|HeartbeatStale)$/);
   });
 
-  test('the manager killed and restarted: no status flaps, and it manages again', async () => {
-    const manager = running(managerProcessName);
-    assert.ok(manager, 'the manager runs from its Deployment');
-    const killedAt = recorder.mark(`manager killed (SIGKILL pid ${manager.pid}); the runner restarts it`);
-    process.kill(manager.pid, 'SIGKILL');
-    await manager.exited;
-    const restarted = await waitFor('the runner to restart the manager', () => running(managerProcessName), {
-      timeoutMs: 30_000,
-    });
-    assert.notEqual(restarted.pid, manager.pid);
-    recorder.mark(`manager restarted (pid ${restarted.pid})`);
+  test('the manager killed and restarted by its kubelet: no status flaps, and it manages again', async () => {
+    const pods = (await podsOf(hub, managerNamespace, managerSelector)).filter(podReady);
+    assert.equal(pods.length, 1, 'the manager runs from its Deployment, one pod');
+    const manager = withContainer(pods[0] as Pod);
+    const podPath = `/api/v1/namespaces/${managerNamespace}/pods/${manager.pod.metadata.name}`;
+    const killedAt = recorder.mark(
+      `manager container killed (SIGKILL pids ${manager.pids.join(' ')}); the hub's kubelet restarts it`,
+    );
+    await killContainer(manager.containerId, manager.pids);
+    const restarted = await waitFor(
+      "the hub's kubelet to restart the manager's container, Ready",
+      async () => {
+        const pod = await hub.get<Pod>(podPath);
+        const status = pod.status?.containerStatuses?.[0];
+        return status && status.restartCount > manager.restartCount && status.ready ? status : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    assert.notEqual(restarted.containerID, manager.containerId);
+    recorder.mark(`manager restarted (container ${restarted.containerID?.slice(-12)}, ready)`);
     // It manages again: a new enable on cluster2 (after a disable it must clean up) reaches True.
     await clusteradm('addon', 'disable', '--names', addon, '--clusters', 'cluster2');
     await gone('cluster2', 40_000);
@@ -478,8 +550,8 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
   });
 
   test("Lease mode (--health-mode=Lease): the registration agent reports LeaseUpdated from the agent's spoke Lease", async () => {
-    const switchedAt = recorder.mark('manager Deployment: --health-mode=Lease');
-    await installAddonManager(hub, { args: ['--health-mode=Lease'] });
+    const switchedAt = recorder.mark('manager Deployment: --health-mode=Lease (a rollout)');
+    await local.reinstall({ args: ['--health-mode=Lease'] });
     const times = await Promise.all(
       clusters.map((c) =>
         waitAvailable(
@@ -501,8 +573,8 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
       const bare = recorder.between(c, switchedAt).filter((s) => s.event !== 'DELETED' && !s.available);
       assert.deepEqual(bare, [], `${c}: an Available all along the switch to Lease mode`);
     }
-    const restoredAt = recorder.mark('manager Deployment: Customized mode again');
-    await installAddonManager(hub);
+    const restoredAt = recorder.mark('manager Deployment: Customized mode again (a rollout)');
+    await local.reinstall();
     await Promise.all(
       clusters.map((c) => waitAvailable(c, agentAvailable, 'Customized, Available True', 60_000)),
     );
@@ -542,7 +614,7 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     const switchedAt = recorder.mark(
       `manager Deployment: --install-placements=${managerNamespace}/${placementName}`,
     );
-    await installAddonManager(hub, { args: [`--install-placements=${managerNamespace}/${placementName}`] });
+    await local.reinstall({ args: [`--install-placements=${managerNamespace}/${placementName}`] });
     // cluster1 is not in the Placement: OCM deletes its addon, and the manager its ManifestWork.
     await gone('cluster1', 60_000);
     const removedAt = Date.now();
@@ -567,7 +639,15 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
       `[lifecycle] Placements: cluster1 out -> addon removed ${seconds(removedAt - switchedAt)} s; in -> Available True ${seconds(trueAt - joinedAt)} s`,
     );
     recorder.mark('manager Deployment: installStrategy Manual again');
-    await installAddonManager(hub);
+    await local.reinstall();
+    // The rolled manager declares it: from then on OCM creates no addon for the Placement.
+    await waitFor(
+      'the ClusterManagementAddOn back to installStrategy Manual',
+      async () =>
+        (await hub.get<KubeObject & { spec?: { installStrategy?: { type?: string } } }>(cmaPath)).spec
+          ?.installStrategy?.type === 'Manual',
+      { timeoutMs: 60_000 },
+    );
   });
 
   test('every status the recorder saw: never LeaseNotFound, always a reason and message; the timeline', () => {

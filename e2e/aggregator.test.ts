@@ -1,8 +1,10 @@
 /**
  * The hub's real kube-aggregator routes an APIService to a process on this
- * machine: a Service of type ExternalName pointing at localhost, with the
- * APIService port set to the local server's port (Endpoints may not hold
- * loopback addresses; ExternalName may). The gateway is registered this way.
+ * machine. The hub has a node, so its aggregator resolves a Service to its
+ * endpoints (--enable-aggregator-routing, as the chart's gateway pods need): a
+ * Service without selector whose one endpoint is this process on the pods'
+ * bridge address (Endpoints may not hold loopback addresses). The environment's
+ * gateway is registered this way (hack/localenv/gateway.ts).
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
@@ -10,6 +12,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
+import { hostAddress } from '../hack/localenv/host-changes.ts';
 import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
 import type { KubeClient } from '../shared/kube/client.ts';
 import { StatusError } from '../shared/kube/status.ts';
@@ -57,7 +60,7 @@ before(async () => {
       JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404, reason: 'NotFound' }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, hostAddress, resolve));
   const { port } = server.address() as AddressInfo;
   await hub.apply(
     '/api/v1/namespaces/default/services/smoke',
@@ -65,7 +68,17 @@ before(async () => {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: { name: 'smoke', namespace: 'default' },
-      spec: { type: 'ExternalName', externalName: 'localhost' },
+      spec: { ports: [{ name: 'https', port: 443, targetPort: port }] },
+    },
+    'e2e',
+  );
+  await hub.apply(
+    '/api/v1/namespaces/default/endpoints/smoke',
+    {
+      apiVersion: 'v1',
+      kind: 'Endpoints',
+      metadata: { name: 'smoke', namespace: 'default' },
+      subsets: [{ addresses: [{ ip: hostAddress }], ports: [{ name: 'https', port }] }],
     },
     'e2e',
   );
@@ -78,7 +91,7 @@ before(async () => {
       spec: {
         group,
         version: 'v1',
-        service: { namespace: 'default', name: 'smoke', port },
+        service: { namespace: 'default', name: 'smoke', port: 443 },
         caBundle: Buffer.from(ca.cert).toString('base64'),
         groupPriorityMinimum: 1000,
         versionPriority: 10,
@@ -91,6 +104,7 @@ before(async () => {
 after(async () => {
   await hub.delete(`/apis/apiregistration.k8s.io/v1/apiservices/v1.${group}`);
   await hub.delete('/api/v1/namespaces/default/services/smoke');
+  await hub.delete('/api/v1/namespaces/default/endpoints/smoke');
   hub.close();
   server.close();
   server.closeAllConnections();

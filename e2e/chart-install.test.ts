@@ -1,12 +1,16 @@
 /**
- * The path users take, on the environment's real hub: `helm install` of
- * charts/cluster-gateway (validated by the real apiserver), the manager run
- * by the process runner from the Deployment helm made, the gateway from the
- * Deployment the manager made, its APIService registered only once it
- * serves; `clusteradm addon enable`, AVAILABLE True, `kubectl get
+ * The path users take, on the environment's real hub and nodes: `helm
+ * install` of charts/cluster-gateway (validated by the real apiserver) with
+ * the node values of hack/localenv/chart.ts (the image built here, the
+ * chart's defaults otherwise), the manager run by the hub's kubelet from the
+ * Deployment helm made, the gateway pods from the Deployment the manager
+ * made, reached by the aggregator through their Service's endpoints, its
+ * APIService registered only once it serves; `clusteradm addon enable`, the
+ * agents run by the managed clusters' kubelets, AVAILABLE True, `kubectl get
  * clustergateways` and a proxied request; drift repaired; `helm upgrade`;
- * certificate rotations forced by test validities under continuous traffic;
- * `helm uninstall` removing the APIService before the gateway.
+ * certificate rotations forced by test validities under continuous traffic,
+ * reloaded by every gateway pod from the volume its kubelet updates; `helm
+ * uninstall` removing the APIService before the gateway.
  *
  * The environment runs its own gateway behind the same APIService
  * (v1alpha1.cluster.core.oam.dev), which the test files after this one use.
@@ -22,16 +26,20 @@
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
-import { type AddonCluster, type LocalAddon, startPodRunners } from '../hack/localenv/addon.ts';
-import { localChartValues } from '../hack/localenv/chart.ts';
-import { freePort } from '../hack/localenv/ports.ts';
+import { type Pod, podsOf } from '../hack/localenv/addon.ts';
+import { nodeChartValues } from '../hack/localenv/chart.ts';
 import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
-import { apiServiceName, apiServicePath } from '../manager/addon/gateway-deploy/names.ts';
+import {
+  apiServiceName,
+  apiServicePath,
+  gatewayLabelSelector,
+  tunnelPeerPort,
+} from '../manager/addon/gateway-deploy/names.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
 import { clusteradm } from './support/clusteradm.ts';
 import { e2eStateDir, environmentState, hubClient } from './support/environment.ts';
@@ -68,10 +76,12 @@ type Mca = KubeObject & { metadata: { namespace: string }; status?: { conditions
 
 let hub: KubeClient;
 let kubeconfig: string;
-let pods: LocalAddon | undefined;
+/** The image the environment's nodes hold: the chart runs it. */
+let image: string;
 /** The managed clusters' clients (agents are checked there). */
 const spokes: KubeClient[] = [];
-let hostPort: number;
+/** The chart's gateway.port (its default): where each gateway pod serves, behind the Service's 443. */
+const gatewayPort = 9443;
 /** The environment's own APIService, registered again in `after`. */
 let environmentApiService: ApiService;
 let cmaExisted = false;
@@ -86,36 +96,90 @@ const pointsAtInstall = (obj: ApiService | undefined) =>
 const isAvailable = (obj: { status?: { conditions?: Condition[] } } | undefined) =>
   obj?.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') ?? false;
 
-/** The local chart values (hack/localenv/chart.ts, as npm start installs it), then `overrides`. */
+/** The node chart values (hack/localenv/chart.ts, as npm start installs it), then `overrides`. */
 function values(overrides: string[] = []): string[] {
-  return localChartValues({ hostPort, overrides });
+  return nodeChartValues({ image }, overrides);
 }
 
-async function clusterOf(c: { name: string; server: string; kubeconfig: string }): Promise<AddonCluster> {
-  return {
-    name: c.name,
-    server: c.server,
-    client: await KubeClient.fromKubeconfig(c.kubeconfig),
-    pki: { ca: { cert: readFileSync(path.join(environmentState().stateDir, c.name, 'ca.crt'), 'utf8') } },
-  };
+type GatewayPod = Pod & { status?: { podIP?: string } };
+
+/** The installed gateway's pods that run (not being deleted), with their pod IP: this host reaches it. */
+async function gatewayPods(): Promise<(GatewayPod & { ip: string })[]> {
+  const pods = (await podsOf(hub, namespace, gatewayLabelSelector)) as GatewayPod[];
+  return pods.flatMap((p) =>
+    p.status?.phase === 'Running' && !p.metadata.deletionTimestamp && p.status.podIP
+      ? [{ ...p, ip: p.status.podIP }]
+      : [],
+  );
 }
 
 /**
- * How many requests for `cluster` the installed gateway has proxied, from its own /metrics, read straight
- * from it (as the aggregator: front-proxy certificate; its serving certificate checked against the CA the
- * manager made): what proves that a request through the hub went to the installed gateway.
+ * Waits until the gateway Deployment's rollout is complete: every replica of its latest template Ready and
+ * available, no pod of an older one left (not even terminating). Returns its pods.
+ */
+async function gatewayRolledOut(timeoutMs = 120_000): Promise<(GatewayPod & { ip: string })[]> {
+  type Rollout = KubeObject & {
+    metadata: { generation?: number };
+    spec: { replicas: number };
+    status?: {
+      observedGeneration?: number;
+      replicas?: number;
+      updatedReplicas?: number;
+      readyReplicas?: number;
+      availableReplicas?: number;
+    };
+  };
+  return waitFor(
+    'the gateway rollout complete: every replica of the latest template Ready, no other pod left',
+    async () => {
+      const d = await hub.get<Rollout>(deploymentPath(gatewayName));
+      const want = d.spec.replicas;
+      const st = d.status;
+      if (
+        (st?.observedGeneration ?? 0) < (d.metadata.generation ?? 0) ||
+        st?.replicas !== want ||
+        st.updatedReplicas !== want ||
+        st.readyReplicas !== want ||
+        st.availableReplicas !== want
+      )
+        return undefined;
+      const all = await podsOf(hub, namespace, gatewayLabelSelector);
+      const pods = await gatewayPods();
+      return all.length === want && pods.length === want ? pods : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}
+
+/**
+ * How many requests for `cluster` the installed gateway has proxied, from the /metrics of each of its
+ * pods, read straight from them at their pod IPs (as the aggregator: front-proxy certificate; the serving
+ * certificate checked against the CA the manager made, for the Service's name): what proves that a request
+ * through the hub went to the installed gateway.
  */
 async function proxiedByInstalledGateway(cluster: string): Promise<number> {
   const secret = await hub.get<KubeObject & { data: Record<string, string> }>(
     `/api/v1/namespaces/${namespace}/secrets/${gatewayName}-tls`,
   );
+  const pods = await gatewayPods();
+  assert.ok(pods.length > 0, 'the installed gateway runs');
+  let total = 0;
+  for (const pod of pods) total += await proxiedByPod(pod.ip, secret, cluster);
+  return total;
+}
+
+async function proxiedByPod(
+  ip: string,
+  secret: KubeObject & { data: Record<string, string> },
+  cluster: string,
+): Promise<number> {
   const fp = frontProxyClient();
   const text = await new Promise<string>((resolve, reject) => {
     const req = https.get(
-      `https://127.0.0.1:${hostPort}/metrics`,
+      `https://${ip}:${gatewayPort}/metrics`,
       {
         ca: Buffer.from(secret.data['ca.crt'] ?? '', 'base64').toString(),
-        servername: 'localhost',
+        servername: `${gatewayName}.${namespace}.svc`,
         cert: fp.cert,
         key: fp.key,
         headers: { 'x-remote-user': 'e2e-metrics-reader', 'x-remote-group': 'system:masters' },
@@ -140,12 +204,25 @@ async function proxiedByInstalledGateway(cluster: string): Promise<number> {
   return total;
 }
 
-/** What the manager's gateway controller wrote since `since`, from the manager's log (kind/name: field). */
-function gatewayWritesSince(since: number): string[] {
-  const manager = pods?.supervisor.processes.find((p) => p.name === `hub-${namespace}-${managerName}`);
-  assert.ok(manager, 'the manager runs');
+/**
+ * What the managers' gateway controllers wrote since `since`, from the logs of every manager pod that
+ * runs (`kubectl logs`, as the kubelet keeps them), as kind/name: field.
+ */
+async function gatewayWritesSince(since: number): Promise<string[]> {
+  const managers = (await podsOf(hub, namespace)).filter(
+    (p) => p.metadata.name.startsWith(`${managerName}-`) && p.status?.phase === 'Running',
+  );
+  assert.ok(managers.length > 0, 'the manager runs');
+  const lines: string[] = [];
+  for (const pod of managers) {
+    const log = await hub.request<string>(
+      'GET',
+      `/api/v1/namespaces/${namespace}/pods/${pod.metadata.name}/log?container=manager`,
+    );
+    lines.push(...String(log).split('\n'));
+  }
   const writes: string[] = [];
-  for (const line of readFileSync(manager.logPath, 'utf8').split('\n')) {
+  for (const line of lines) {
     if (!line.startsWith('{')) continue;
     const entry = JSON.parse(line) as {
       time: number;
@@ -194,19 +271,17 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
   before(async () => {
     hub = await hubClient();
     const env = environmentState();
+    assert.ok(env.image, 'the e2e environment runs real nodes and their image (e2e/setup.ts: nodes: true)');
+    image = env.image;
     kubeconfig = env.hub.kubeconfig;
     environmentApiService = await hub.get<ApiService>(apiServicePath);
     assert.ok(isAvailable(environmentApiService), "the environment's APIService is Available to begin with");
     for (const c of clusters) await hub.delete(mcaPath(c));
     cmaExisted = !!(await hub.getOptional(cmaPath));
     webhookExisted = !!(await hub.getOptional(webhookConfigPath));
-    hostPort = await freePort();
-    const hubCluster = await clusterOf(env.hub);
-    const managed = await Promise.all(
-      env.managed.filter((c) => clusters.includes(c.name as never)).map(clusterOf),
-    );
-    spokes.push(...managed.map((c) => c.client));
-    pods = startPodRunners(hubCluster, managed, path.join(e2eStateDir, 'chart-install'));
+    for (const c of env.managed.filter((m) => clusters.includes(m.name as never))) {
+      spokes.push(await KubeClient.fromKubeconfig(c.kubeconfig));
+    }
     const apiServices = recordWatch<ApiService>(
       hub,
       `/apis/apiregistration.k8s.io/v1/apiservices?fieldSelector=metadata.name=${apiServiceName}`,
@@ -236,8 +311,19 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         }),
       );
     }
-    // The agents are gone from the managed clusters once the work agents removed them: the runners stop last.
-    await pods?.stop();
+    // No agent pod of the install left on the managed clusters' nodes (the work agents remove them).
+    for (const [i, spoke] of spokes.entries()) {
+      await attempt(`${clusters[i]} agent pods gone`, () =>
+        waitFor(
+          `the agent pods of ${clusters[i]} gone`,
+          async () =>
+            (await podsOf(spoke, 'open-cluster-management-agent-addon')).every(
+              (p) => !p.metadata.name.startsWith(`${addon}-agent-`),
+            ),
+          { timeoutMs: 60_000 },
+        ),
+      );
+    }
     for (const r of recorders) await r.stop();
     await attempt('leftovers', async () => {
       if (!cmaExisted) await hub.delete(cmaPath);
@@ -250,6 +336,16 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
       if (current && !sameService(current, environmentApiService)) await hub.delete(apiServicePath);
       await hub.delete(`/api/v1/namespaces/${namespace}`);
     });
+    // Its pods (the manager's and the gateway's) stop on the hub's node with the namespace.
+    await attempt(`namespace ${namespace} gone`, () =>
+      waitFor(
+        `namespace ${namespace} and its pods gone`,
+        async () => !(await hub.getOptional(`/api/v1/namespaces/${namespace}`)),
+        {
+          timeoutMs: 90_000,
+        },
+      ),
+    );
     await attempt("the environment's APIService", async () => {
       await hub.apply(
         apiServicePath,
@@ -322,7 +418,13 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     );
     assert.notEqual(registered.spec.caBundle, 'Cg==');
     assert.equal((registered.spec as { insecureSkipTLSVerify?: boolean }).insecureSkipTLSVerify, undefined);
-    assert.deepEqual(registered.spec.service, { namespace, name: gatewayName, port: hostPort });
+    // The chart's defaults: a ClusterIP Service on 443 in front of the gateway pods (no host port, no external name).
+    assert.deepEqual(registered.spec.service, { namespace, name: gatewayName, port: 443 });
+    const service = await hub.get<KubeObject & { spec: { type?: string; clusterIP?: string } }>(
+      gatewayServicePath,
+    );
+    assert.equal(service.spec.type, 'ClusterIP');
+    assert.ok(service.spec.clusterIP && service.spec.clusterIP !== 'None', 'the Service has a cluster IP');
     assert.deepEqual(
       registered.metadata.ownerReferences?.map((o) => `${o.kind}/${o.name}`),
       [`ClusterRole/${managerName}`],
@@ -360,7 +462,9 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         'image.pullSecrets={pull-secret}',
       ]),
     );
-    const file = path.join(e2eStateDir, 'chart-install', 'non-default.yaml');
+    const dir = path.join(e2eStateDir, 'chart-install');
+    mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, 'non-default.yaml');
     writeFileSync(file, rendered);
     const out = await kubectl(
       kubeconfig,
@@ -439,17 +543,18 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
       },
       { timeoutMs: 60_000 },
     );
+    const pods = await gatewayPods();
     for (const [c, lease] of first) {
       assert.equal(lease.metadata.annotations?.['cluster.core.oam.dev/cluster-name'], c);
-      assert.match(
-        lease.metadata.annotations?.['cluster.core.oam.dev/tunnel-peer-address'] ?? '',
-        /^127\.0\.0\.1:\d+$/,
-        "the pod's IP (the runner's pod IP) and its peer port",
+      const holder = pods.find((p) => p.metadata.name === lease.spec?.holderIdentity);
+      assert.ok(
+        holder,
+        `a running gateway pod holds it (${lease.spec?.holderIdentity}; pods: ${pods.map((p) => p.metadata.name).join(', ')})`,
       );
-      assert.match(
-        lease.spec?.holderIdentity ?? '',
-        new RegExp(`^${gatewayName}`),
-        'the gateway pod holds it',
+      assert.equal(
+        lease.metadata.annotations?.['cluster.core.oam.dev/tunnel-peer-address'],
+        `${holder.ip}:${tunnelPeerPort}`,
+        "the holder's pod IP and its peer port",
       );
     }
     await waitFor(
@@ -536,7 +641,7 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         metadata: { annotations: { 'e2e.cluster-gateway.oam.dev/poke': String(poked) } },
       });
       await new Promise((r) => setTimeout(r, 2_000));
-      assert.deepEqual(gatewayWritesSince(poked), [], 'no gateway object written again');
+      assert.deepEqual(await gatewayWritesSince(poked), [], 'no gateway object written again');
       console.log(`[chart-install] helm upgrade -> rolled and serving: ${seconds(Date.now() - started)} s`);
     } finally {
       await addons.stop();
@@ -560,6 +665,9 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     // the serving certificate 38 s later (a third of its 66 s life left: 60 s plus a 6 s backdate), the CA
     // 76 s after its issue (a third of 132 s), the old CA staying in the caBundle until it expires.
     const tlsSecretPath = `/api/v1/namespaces/${namespace}/secrets/${gatewayName}-tls`;
+    // The same gateway pods all along (this upgrade rolls the manager only): the upgrade before has finished
+    // replacing them, so the per-pod counters and handshakes below cover every replica that serves.
+    const gateways = await gatewayRolledOut();
     const secrets = recordWatch<TlsSecret>(
       hub,
       `/api/v1/namespaces/${namespace}/secrets?fieldSelector=metadata.name=${gatewayName}-tls`,
@@ -602,25 +710,34 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         if (!stop.signal.aborted) watchEnded = `${stamp()}: ${(err as Error).message}`;
       }
     })();
-    // New TLS connections to the gateway, verified as the aggregator verifies them: against the APIService's
-    // caBundle of the moment and the Service's DNS name. Any failure is a request the aggregator would fail.
+    // New TLS connections to every gateway pod (each reloads the Secret its kubelet updates in its volume),
+    // verified as the aggregator verifies them: against the APIService's caBundle of the moment and the
+    // Service's DNS name. Any failure is a request the aggregator would fail.
     const handshakes = { checked: 0, failed: [] as string[] };
-    const served: { at: number; fingerprint: string; issuer: string }[] = [];
+    const served: { at: number; pod: string; fingerprint: string; issuer: string }[] = [];
     const sampler = async () => {
       while (!stop.signal.aborted) {
         const api = await hub.get<ApiService>(apiServicePath).catch(() => undefined);
         const bundle = Buffer.from(api?.spec.caBundle ?? '', 'base64').toString();
-        try {
-          const peer = await gatewayCertificate(bundle);
-          handshakes.checked++;
-          const issuer =
-            certificatesOf(bundle).find((ca) => {
-              const x = new X509Certificate(ca);
-              return peer.checkIssued(x) && peer.verify(x.publicKey);
-            }) ?? '';
-          served.push({ at: Date.now(), fingerprint: peer.fingerprint256, issuer: issuer.trim() });
-        } catch (err) {
-          handshakes.failed.push(`${stamp()}: ${(err as Error).message}`);
+        const pods = await gatewayPods().catch(() => []);
+        for (const pod of pods) {
+          try {
+            const peer = await gatewayCertificate(pod.ip, bundle);
+            handshakes.checked++;
+            const issuer =
+              certificatesOf(bundle).find((ca) => {
+                const x = new X509Certificate(ca);
+                return peer.checkIssued(x) && peer.verify(x.publicKey);
+              }) ?? '';
+            served.push({
+              at: Date.now(),
+              pod: pod.metadata.name,
+              fingerprint: peer.fingerprint256,
+              issuer: issuer.trim(),
+            });
+          } catch (err) {
+            handshakes.failed.push(`${stamp()} ${pod.metadata.name}: ${(err as Error).message}`);
+          }
         }
         await new Promise((r) => setTimeout(r, 250));
       }
@@ -662,14 +779,17 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         ]),
       );
       await waitFor(
-        'the CA rotated by the new validity, then a serving rotation and a CA rotation, the last served by the gateway',
+        'the CA rotated by the new validity, then a serving rotation and a CA rotation, the last served by every gateway pod',
         () => {
           const latest = versions().at(-1);
           return (
             caRotations().length >= 2 &&
             servingRotations().length >= 1 &&
             latest !== undefined &&
-            served.some((s) => s.fingerprint === fingerprintOf(latest.leaf))
+            // Each pod reads the Secret from the volume its kubelet updates: every one of them reloads it.
+            gateways.every((g) =>
+              served.some((s) => s.pod === g.metadata.name && s.fingerprint === fingerprintOf(latest.leaf)),
+            )
           );
         },
         { timeoutMs: 240_000, intervalMs: 500 },
@@ -706,6 +826,11 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
       'every request went through the installed gateway',
     );
     assert.notEqual(versions().at(-1)?.ca, initial.ca, 'the CA changed');
+    assert.deepEqual(
+      (await gatewayPods()).map((p) => p.metadata.name).sort(),
+      gateways.map((p) => p.metadata.name).sort(),
+      'the same gateway pods served throughout (a rotation reloads, it does not restart)',
+    );
     // Each new CA was in the caBundle, next to the one before it, before the gateway served a certificate
     // it signed: the aggregator never met a certificate it could not verify.
     for (const [i, { previous, rotation }] of cas.entries()) {
@@ -804,13 +929,13 @@ function certificatesOf(bundle: string): string[] {
 }
 
 /**
- * The certificate the installed gateway serves a new connection, verified as the aggregator verifies it:
- * against `caBundle`, for the gateway Service's DNS name.
+ * The certificate the installed gateway's pod at `ip` serves a new connection, verified as the aggregator
+ * verifies it: against `caBundle`, for the gateway Service's DNS name.
  */
-function gatewayCertificate(caBundle: string): Promise<X509Certificate> {
+function gatewayCertificate(ip: string, caBundle: string): Promise<X509Certificate> {
   return new Promise((resolve, reject) => {
     const socket = tls.connect(
-      { host: '127.0.0.1', port: hostPort, ca: caBundle, servername: `${gatewayName}.${namespace}.svc` },
+      { host: ip, port: gatewayPort, ca: caBundle, servername: `${gatewayName}.${namespace}.svc` },
       () => {
         const peer = socket.getPeerX509Certificate();
         socket.destroy();

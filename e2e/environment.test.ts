@@ -40,7 +40,8 @@ test('each managed cluster authenticates to the hub with a certificate from its 
     const mc = await hub.get<{ spec: { managedClusterClientConfigs?: { url: string }[] } }>(
       `/apis/cluster.open-cluster-management.io/v1/managedclusters/${cluster.name}`,
     );
-    assert.equal(mc.spec.managedClusterClientConfigs?.[0]?.url, cluster.server);
+    // The address its node's pods (and so the addon's agents) reach it at: the pods' bridge.
+    assert.equal(mc.spec.managedClusterClientConfigs?.[0]?.url, cluster.reachableServer);
   }
   hub.close();
 });

@@ -1,11 +1,11 @@
 /**
  * Streams and upgrades through the whole path: kubectl -> hub aggregator ->
- * gateway -> managed kube-apiserver -> (stand-in) kubelet. kubectl's server
- * is cluster1's proxy URL, as a KubeVela-style client's would be.
+ * gateway -> managed kube-apiserver -> cluster1's kubelet -> a container
+ * (support/workload.ts). kubectl's server is cluster1's proxy URL, as a
+ * KubeVela-style client's would be.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { binaryPath } from '../hack/localenv/binaries.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
@@ -14,36 +14,36 @@ import { managedClient } from './support/environment.ts';
 import { gatewayRequest } from './support/gateway-client.ts';
 import { kubectlRun } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
-import { type StandIn, startStandIn } from './support/stand-in.ts';
 import { proxyKubeconfig } from './support/users.ts';
+import { startWorkload, type Workload } from './support/workload.ts';
 
 let spoke: KubeClient;
-let standIn: StandIn;
+let workload: Workload;
 let kc: string;
-let echoServer: net.Server;
-let echoPort: number;
 
 before(async () => {
   spoke = await managedClient('cluster1');
-  // A TCP service "inside the pod" on port 8080: replies with a greeting and echoes.
-  echoServer = net.createServer((socket) => {
-    socket.write('hello from the pod\n');
-    socket.pipe(socket);
-  });
-  await new Promise<void>((resolve) => echoServer.listen(0, '127.0.0.1', resolve));
-  echoPort = (echoServer.address() as net.AddressInfo).port;
-  standIn = await startStandIn(spoke, 'cluster1', { portMap: { 8080: echoPort } });
+  workload = await startWorkload(spoke);
   kc = await proxyKubeconfig('cluster1');
 });
 
 after(async () => {
-  await standIn?.stop();
-  echoServer?.close();
+  await workload?.stop();
   spoke?.close();
 });
 
+/** Log streams cluster1's kube-apiserver holds open (its own gauge): each is a connection to the kubelet. */
+async function openLogStreams(): Promise<number> {
+  const text = await spoke.request<string>('GET', '/metrics');
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('subresource="log"'))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
 test('kubectl logs -f through the gateway stays open past 90 seconds, and the upstream closes when kubectl leaves', async () => {
-  const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kc}`, 'logs', '-f', standIn.pod.name], {
+  const streamsBefore = await openLogStreams();
+  const child = spawn(binaryPath('kubectl'), [`--kubeconfig=${kc}`, 'logs', '-f', workload.pod.name], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: { at: number; line: string }[] = [];
@@ -55,9 +55,9 @@ test('kubectl logs -f through the gateway stays open past 90 seconds, and the up
     stderr += c;
   });
   const started = Date.now();
-  const closed = new Promise<void>((resolve) => standIn.kubelet.events.once('logsClosed', () => resolve()));
   try {
     await waitFor('the first log line', () => lines.length > 0, { timeoutMs: 30_000 });
+    assert.equal(await openLogStreams(), streamsBefore + 1, "cluster1's apiserver holds the stream open");
     await new Promise((r) => setTimeout(r, 95_000));
     assert.equal(child.exitCode, null, `kubectl logs -f still running (stderr: ${stderr})`);
     const late = lines.filter((l) => l.at - started > 90_000);
@@ -65,7 +65,11 @@ test('kubectl logs -f through the gateway stays open past 90 seconds, and the up
   } finally {
     child.kill('SIGINT');
   }
-  await waitFor('the kubelet to see the stream closed', () => closed.then(() => true), { timeoutMs: 10_000 });
+  await waitFor(
+    "cluster1's apiserver to close the stream to the kubelet",
+    async () => (await openLogStreams()) === streamsBefore,
+    { timeoutMs: 10_000 },
+  );
 });
 
 for (const protocol of ['websocket', 'spdy'] as const) {
@@ -74,7 +78,7 @@ for (const protocol of ['websocket', 'spdy'] as const) {
 
   test(`kubectl exec through the gateway (${protocol})`, async () => {
     const before = await upgradeCount(protocol);
-    const out = await kubectlRun(kc, ['exec', standIn.pod.name, '--', 'echo', 'through', 'the', 'gateway'], {
+    const out = await kubectlRun(kc, ['exec', workload.pod.name, '--', 'echo', 'through', 'the', 'gateway'], {
       env,
     });
     assert.equal(out, 'through the gateway\n');
@@ -82,13 +86,13 @@ for (const protocol of ['websocket', 'spdy'] as const) {
     assert.ok((await upgradeCount(protocol)) > before, `the gateway proxied a ${protocol} upgrade`);
     // Exit codes come back on the error stream.
     await assert.rejects(
-      kubectlRun(kc, ['exec', standIn.pod.name, '--', 'sh', '-c', 'exit 3'], { env }),
+      kubectlRun(kc, ['exec', workload.pod.name, '--', 'sh', '-c', 'exit 3'], { env }),
       /exit code 3|command terminated with exit code 3/,
     );
   });
 
   test(`kubectl exec -i passes stdin through the gateway (${protocol})`, async () => {
-    const out = await kubectlRun(kc, ['exec', '-i', standIn.pod.name, '--', 'cat'], {
+    const out = await kubectlRun(kc, ['exec', '-i', workload.pod.name, '--', 'cat'], {
       env,
       input: 'piped input\n',
     });
@@ -99,7 +103,7 @@ for (const protocol of ['websocket', 'spdy'] as const) {
 for (const protocol of ['websocket', 'spdy'] as const) {
   test(`kubectl port-forward through the gateway (${protocol})`, async () => {
     const before = await upgradeCount(protocol);
-    const reply = await portForwardPing(kc, standIn.pod.name, protocol === 'websocket');
+    const reply = await portForwardPing(kc, workload.pod.name, protocol === 'websocket');
     assert.match(reply, /hello from the pod/);
     assert.match(reply, /ping/);
     assert.ok((await upgradeCount(protocol)) > before, `the gateway proxied a ${protocol} upgrade`);

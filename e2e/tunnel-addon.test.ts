@@ -2,9 +2,10 @@
  * The tunnel's trust models through the addon's real path: a ManagedClusterAddOn whose
  * AddOnDeploymentConfig picks the model -> the manager renders the agent and its RBAC for it into the
  * ManifestWork and grants it its cluster's credential Secret on the hub -> OCM's work agent applies
- * it -> the process runner (the kubelet here) runs the agent as its ServiceAccount, with the hub
- * certificate OCM's registration issued -> the agent writes the Secret and attaches its tunnel.
- * Disabling the addon takes everything away again.
+ * it -> the kubelet of the cluster's node runs the agent pod (the project's image) as its ServiceAccount,
+ * with the hub certificate OCM's registration issued -> the agent writes the Secret and attaches its
+ * tunnel through the hub kube-apiserver. Disabling the addon takes everything away again, the agent pod
+ * included.
  *
  * - HubCredential on cluster1: the hub's credential for cluster1 is a token of the ServiceAccount the
  *   manager rendered, provisioned by the agent; the gateway reaches cluster1 through the tunnel with it.
@@ -20,21 +21,18 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { repoRoot } from '../hack/localenv/binaries.ts';
-import { Supervisor } from '../hack/localenv/supervisor.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
-import { DeploymentRunner } from '../hack/runner/deployment-runner.ts';
 import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
 import { type AddonManagerProcess, startAddonManager } from './support/addon-manager.ts';
+import { agentPodsGone, readyAgentPod } from './support/agent-pod.ts';
 import { credentialNamespace, secretPath } from './support/credentials.ts';
-import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
+import { environmentState, hubClient, managedClient } from './support/environment.ts';
 import { kubectl } from './support/kubectl.ts';
 import { proxyKubeconfig, proxyPrefix } from './support/users.ts';
 
 const addonApi = '/apis/addon.open-cluster-management.io/v1alpha1';
 const configNamespace = 'open-cluster-management-hub';
 const installNamespace = 'open-cluster-management-agent-addon';
-const agentImage = 'localhost/cluster-gateway-ts:e2e-tunnel';
 const rbac = '/apis/rbac.authorization.k8s.io/v1';
 
 type Secret = KubeObject & { data?: Record<string, string> };
@@ -46,7 +44,7 @@ type Gateway = {
   status: { tunnel?: { connected: boolean } };
 };
 
-/** One addon, one cluster, one trust model: manager, runner, the ManagedClusterAddOn and its config. */
+/** One addon, one cluster, one trust model: manager, the ManagedClusterAddOn and its config. */
 function phase(settings: { addon: string; cluster: string; trustModel: 'HubCredential' | 'NoCredential' }) {
   const { addon, cluster } = settings;
   const mcaPath = `${addonApi}/namespaces/${cluster}/managedclusteraddons/${addon}`;
@@ -55,12 +53,12 @@ function phase(settings: { addon: string; cluster: string; trustModel: 'HubCrede
     hub: undefined as unknown as KubeClient,
     spoke: undefined as unknown as KubeClient,
     manager: undefined as AddonManagerProcess | undefined,
-    runner: undefined as DeploymentRunner | undefined,
-    supervisor: undefined as Supervisor | undefined,
     saved: undefined as Secret | undefined,
   };
 
   async function start(): Promise<void> {
+    const image = environmentState().image;
+    assert.ok(image, 'the e2e environment runs real nodes with the project image');
     state.hub = await hubClient();
     state.spoke = await managedClient(cluster);
     // The environment's Secret for the cluster (an admin's): moved aside for the agent to write its own.
@@ -81,27 +79,10 @@ function phase(settings: { addon: string; cluster: string; trustModel: 'HubCrede
       },
       'e2e',
     );
-    state.supervisor = new Supervisor(path.join(e2eStateDir, `tunnel-addon-${addon}`));
     state.manager = await startAddonManager(`addon-manager-tunnel-${addon}`, [
       `--addon-name=${addon}`,
-      `--agent-image=${agentImage}`,
+      `--agent-image=${image}`,
     ]);
-    const env = environmentState();
-    const c = env.managed.find((m) => m.name === cluster);
-    assert.ok(c);
-    state.runner = new DeploymentRunner({
-      clusterName: cluster,
-      client: state.spoke,
-      server: c.server,
-      caCert: readFileSync(path.join(env.stateDir, cluster, 'ca.crt'), 'utf8'),
-      supervisor: state.supervisor,
-      stateDir: path.join(e2eStateDir, `tunnel-addon-${addon}`),
-      images: [agentImage],
-      pathMap: { '/app': repoRoot },
-      remapPorts: true,
-      intervalMs: 300,
-    });
-    state.runner.start();
     await waitFor('the ClusterManagementAddOn', () =>
       state.hub.getOptional(`${addonApi}/clustermanagementaddons/${addon}`),
     );
@@ -130,9 +111,10 @@ function phase(settings: { addon: string; cluster: string; trustModel: 'HubCrede
 
   async function stop(): Promise<void> {
     await state.hub?.delete(mcaPath).catch(() => {});
-    await state.runner?.stop();
+    // With the manager still running: the ManifestWork goes, the work agent deletes the Deployment and
+    // the agent pod terminates before the environment's Secret comes back.
+    await agentPodsGone(state.spoke, addon).catch(() => {});
     await state.manager?.stop();
-    await state.supervisor?.stop();
     await state.hub?.delete(configPath).catch(() => {});
     if (state.saved) {
       const {
@@ -184,6 +166,8 @@ describe('the tunnel trust models through the addon', { concurrency: false }, ()
     test('the agent writes a token of the ServiceAccount the manager rendered; the gateway reaches cluster1 through the tunnel with it', async () => {
       const secret = await p.agentWroteSecret();
       assert.deepEqual(Object.keys(secret.data ?? {}).sort(), ['ca.crt', 'token']);
+      const pod = await readyAgentPod(p.state.spoke, 'cluster-gateway');
+      assert.equal(pod.spec?.nodeName, 'cluster1-node', "the agent runs on cluster1's node");
       const binding = await p.state.spoke.get<KubeObject & { roleRef: { name: string } }>(credentialBinding);
       assert.equal(binding.roleRef.name, 'cluster-admin', 'HUB_CREDENTIAL_CLUSTER_ROLE by default');
       await waitFor(
@@ -213,7 +197,7 @@ describe('the tunnel trust models through the addon', { concurrency: false }, ()
       assert.equal(condition.reason, 'AgentAvailable');
     });
 
-    test('disabling the addon removes the hub Secret, its grant, and the ServiceAccount on cluster1', async () => {
+    test('disabling the addon removes the hub Secret, its grant, the ServiceAccount and the agent pod on cluster1', async () => {
       await p.state.hub.delete(p.mcaPath);
       await waitFor(
         'the Secret, the grant, the ServiceAccount and its binding to go',
@@ -224,6 +208,7 @@ describe('the tunnel trust models through the addon', { concurrency: false }, ()
           !(await p.state.spoke.getOptional(credentialBinding)),
         { timeoutMs: 120_000, intervalMs: 500 },
       );
+      await agentPodsGone(p.state.spoke, 'cluster-gateway');
     });
   });
 
@@ -237,6 +222,8 @@ describe('the tunnel trust models through the addon', { concurrency: false }, ()
     test('the agent writes a Secret without any credential and may only impersonate on cluster2', async () => {
       const secret = await p.agentWroteSecret();
       assert.equal(secret.data, undefined);
+      const pod = await readyAgentPod(p.state.spoke, addon);
+      assert.equal(pod.spec?.nodeName, 'cluster2-node', "the agent runs on cluster2's node");
       const role = await p.state.spoke.get<KubeObject & { rules: unknown[] }>(impersonate);
       assert.deepEqual(role.rules, [
         { apiGroups: [''], resources: ['users', 'groups'], verbs: ['impersonate'] },
@@ -274,7 +261,7 @@ describe('the tunnel trust models through the addon', { concurrency: false }, ()
       );
     });
 
-    test('disabling the addon removes the Secret and the impersonation grant', async () => {
+    test('disabling the addon removes the Secret, the impersonation grant and the agent pod', async () => {
       await p.state.hub.delete(p.mcaPath);
       await waitFor(
         'the Secret and the ClusterRole to go',
@@ -283,6 +270,7 @@ describe('the tunnel trust models through the addon', { concurrency: false }, ()
           !(await p.state.spoke.getOptional(impersonate)),
         { timeoutMs: 120_000, intervalMs: 500 },
       );
+      await agentPodsGone(p.state.spoke, addon);
     });
   });
 });

@@ -7,8 +7,9 @@
  * registration agent reports in the ManagedCluster is a decoy (a local port that only counts who
  * connects), and the hub holds no credential for it. The agent comes the addon's real way too: a
  * ManagedClusterAddOn whose AddOnDeploymentConfig picks NoCredential -> the manager's ManifestWork ->
- * OCM's work agent on cluster3 -> the process runner (the kubelet here) runs the agent with the hub
- * certificate OCM's addon registration issued -> it attaches its tunnel.
+ * OCM's work agent on cluster3 -> the kubelet of cluster3's own node (containerd and runc, joined to the
+ * environment's pod network: hack/localenv/node.ts) runs the agent pod from the image built here, with the
+ * hub certificate OCM's addon registration issued -> it attaches its tunnel.
  *
  * Then, through the hub's aggregator: get, watch with an event, `kubectl logs -f` held over two
  * minutes, exec over WebSocket and SPDY, port-forward. Throughout, nothing may connect to the decoy,
@@ -22,12 +23,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type LocalCluster, startApiserver, startControllerManager } from '../hack/localenv/apiserver.ts';
-import { binaryPath, repoRoot } from '../hack/localenv/binaries.ts';
+import { binaryPath } from '../hack/localenv/binaries.ts';
 import { startEtcd } from '../hack/localenv/etcd.ts';
+import { HostChanges, hostAddress } from '../hack/localenv/host-changes.ts';
+import { buildImages } from '../hack/localenv/images.ts';
+import { type LocalNode, startNode } from '../hack/localenv/node.ts';
 import { joinManagedCluster, type OcmHub } from '../hack/localenv/ocm.ts';
 import { Supervisor } from '../hack/localenv/supervisor.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
-import { DeploymentRunner } from '../hack/runner/deployment-runner.ts';
 import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
 import { loadCertificateAuthority } from '../shared/pki.ts';
 import { connectionsTo } from './bench/measure.ts';
@@ -37,8 +40,8 @@ import { e2eStateDir, environmentState, hubClient } from './support/environment.
 import { gatewayRequest } from './support/gateway-client.ts';
 import { kubectl, kubectlRun } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
-import { type StandIn, startStandIn } from './support/stand-in.ts';
 import { proxyKubeconfig, proxyPrefix } from './support/users.ts';
+import { startWorkload, type Workload } from './support/workload.ts';
 
 const cluster = 'cluster3';
 const addon = 'cluster-gateway'; // the addon whose agents the environment's gateway accepts tunnels from
@@ -49,7 +52,6 @@ const mcaPath = `${addonApi}/namespaces/${cluster}/managedclusteraddons/${addon}
 const managedClusterPath = `/apis/cluster.open-cluster-management.io/v1/managedclusters/${cluster}`;
 const workPath = `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const installNamespace = 'open-cluster-management-agent-addon';
-const agentImage = 'localhost/cluster-gateway-ts:e2e-cluster3';
 const workspace = 'cg-cluster3';
 /** `kubectl logs -f` is held this long: past the 2 minutes the issue asks for. */
 const holdMs = 130_000;
@@ -80,8 +82,8 @@ async function environmentOcmHub(client: KubeClient): Promise<OcmHub> {
   const hub = {
     name: 'hub',
     server: env.hub.server,
-    // The shared environment has no nodes: what it configures reaches the hub at its own address.
-    reachableServer: env.hub.server,
+    // The address pods reach the hub at (the environment has nodes): the agent's hub kubeconfig gets it.
+    reachableServer: `https://${hostAddress}:${new URL(env.hub.server).port}`,
     kubeconfig: env.hub.kubeconfig,
     client,
     pki: { ca },
@@ -147,8 +149,9 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
   let cluster3: LocalCluster;
   let supervisor: Supervisor;
   let manager: AddonManagerProcess | undefined;
-  let runner: DeploymentRunner | undefined;
-  let standIn: StandIn | undefined;
+  let host: HostChanges | undefined;
+  let node: LocalNode | undefined;
+  let workload: Workload | undefined;
   let proxied: string;
   let gateway: number;
   /** Connections anyone opened to the URL the ManagedCluster carries. */
@@ -156,11 +159,6 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
   const decoy = net.createServer((socket) => {
     decoyConnections++;
     socket.destroy();
-  });
-  /** A TCP service "inside the pod" on port 8080 for port-forward: greets, then echoes. */
-  const echo = net.createServer((socket) => {
-    socket.write('hello from cluster3\n');
-    socket.pipe(socket);
   });
   /** The most TCP connections the gateway process held to cluster3's apiserver at any sample. */
   let directConnections = 0;
@@ -179,21 +177,25 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     const env = environmentState();
     supervisor = new Supervisor(path.join(e2eStateDir, 'tunnel-cluster3'));
     await new Promise<void>((resolve) => decoy.listen(0, '127.0.0.1', resolve));
-    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
     const decoyUrl = `https://127.0.0.1:${(decoy.address() as net.AddressInfo).port}`;
 
     // Its own etcd, on a data directory made anew: nothing of an earlier run's cluster3 comes back, and
     // deleting it after the file (below) takes all of cluster3's objects with it.
-    const etcdData = path.join(e2eStateDir, 'tunnel-cluster3', 'data');
+    const stateDir = path.join(e2eStateDir, 'tunnel-cluster3');
+    const etcdData = path.join(stateDir, 'data');
     rmSync(etcdData, { recursive: true, force: true });
     const etcd = await startEtcd(supervisor, etcdData);
     cluster3 = await startApiserver(supervisor, {
       name: cluster,
-      stateDir: env.stateDir, // beside cluster1 and cluster2, where support/stand-in.ts finds its CA
+      stateDir,
       etcdUrl: etcd.url,
-      serviceCidr: '10.99.0.0/16',
+      serviceCidr: '10.99.0.0/16', // the environment's clusters take 10.96 to 10.98
+      podNetwork: true,
     });
-    startControllerManager(supervisor, cluster3);
+    startControllerManager(supervisor, cluster3, { withNode: true });
+    // A node of its own on the environment's pod network (the fourth cluster: pods in 10.244.4.0/24).
+    host = HostChanges.forExtraNode(stateDir);
+    node = await startNode(supervisor, host, cluster3, { index: 3, stateDir, images: await buildImages() });
     // The registration agent reports the decoy as cluster3's URL (--spoke-external-server-urls).
     await joinManagedCluster(
       supervisor,
@@ -228,21 +230,8 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     );
     manager = await startAddonManager('addon-manager-tunnel-cluster3', [
       `--addon-name=${addon}`,
-      `--agent-image=${agentImage}`,
+      `--agent-image=${env.image}`,
     ]);
-    runner = new DeploymentRunner({
-      clusterName: cluster,
-      client: cluster3.client,
-      server: cluster3.server,
-      caCert: readFileSync(cluster3.files.ca, 'utf8'),
-      supervisor,
-      stateDir: path.join(e2eStateDir, 'tunnel-cluster3'),
-      images: [agentImage],
-      pathMap: { '/app': repoRoot },
-      remapPorts: true,
-      intervalMs: 300,
-    });
-    runner.start();
     await waitFor('the ClusterManagementAddOn', () =>
       hub.getOptional(`${addonApi}/clustermanagementaddons/${addon}`),
     );
@@ -267,9 +256,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
       'e2e',
     );
 
-    standIn = await startStandIn(cluster3.client, cluster, {
-      portMap: { 8080: (echo.address() as net.AddressInfo).port },
-    });
+    workload = await startWorkload(cluster3.client);
     await cluster3.client.apply(
       `/api/v1/namespaces/${workspace}`,
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: workspace } },
@@ -280,7 +267,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
 
   after(async () => {
     clearInterval(sampler);
-    await standIn?.stop().catch(() => {});
+    await workload?.stop().catch(() => {});
     if (hub) {
       // Disable the addon while cluster3's work agent still runs, so its ManifestWork goes cleanly.
       await hub.delete(mcaPath).catch(() => {});
@@ -290,9 +277,10 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
         { timeoutMs: 120_000, intervalMs: 500 },
       ).catch((err: Error) => process.stderr.write(`[tunnel-cluster3 e2e] cleanup: ${err.message}\n`));
     }
-    await runner?.stop();
     await manager?.stop();
-    await supervisor?.stop(); // klusterlet agents, kube-controller-manager, kube-apiserver, etcd
+    await node?.stop(); // the kubelet, every container, containerd
+    await supervisor?.stop(); // klusterlet agents, kube-scheduler, kube-controller-manager, kube-apiserver, etcd
+    host?.restore(); // its cgroups, its route to the kubernetes Service, mounts under its state folder
     if (hub) {
       await hub.delete(configPath).catch(() => {});
       await hub.delete(secretPath(cluster)).catch(() => {});
@@ -344,12 +332,12 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     }
     cluster3?.client.close();
     decoy.close();
-    echo.close();
     const stateDir = environmentState().stateDir;
-    for (const p of [cluster, path.join('klusterlet', cluster), `${cluster}.kubeconfig`]) {
+    for (const p of [path.join('klusterlet', cluster), `${cluster}.kubeconfig`]) {
       rmSync(path.join(stateDir, p), { recursive: true, force: true });
     }
-    rmSync(path.join(e2eStateDir, 'tunnel-cluster3', 'data'), { recursive: true, force: true });
+    // Its etcd data, PKI and node (the node's mounts were undone by host.restore above).
+    rmSync(path.join(e2eStateDir, 'tunnel-cluster3'), { recursive: true, force: true });
   });
 
   test('joined through OCM: accepted, its ManagedCluster carries the decoy URL, not its apiserver', async () => {
@@ -390,7 +378,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     };
     assert.equal(whoami.status.userInfo.username, 'admin', 'the agent impersonates the hub caller');
     const node = await kubectl(proxied, 'get', 'nodes', '-o', 'name');
-    assert.match(node, /node\/stand-in/);
+    assert.match(node, /node\/cluster3-node/);
   });
 
   test('watch: an object created on cluster3 arrives as an event', async () => {
@@ -420,9 +408,9 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
   test('logs -f held over 2 minutes: lines keep arriving before and after the 2-minute mark', {
     timeout: holdMs + 60_000,
   }, async () => {
-    assert.ok(standIn);
+    assert.ok(workload);
     const started = Date.now();
-    const logs = streamingKubectl(proxied, ['logs', '-f', standIn.pod.name, '-c', standIn.pod.container]);
+    const logs = streamingKubectl(proxied, ['logs', '-f', workload.pod.name, '-c', workload.pod.container]);
     try {
       await waitFor('the first log lines', () => logs.lines.length >= 3, {
         timeoutMs: 30_000,
@@ -450,7 +438,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     const mark = 120_000;
     assert.ok(at.filter((t) => t < mark).length >= 100, `lines before the 2-minute mark: ${at.length}`);
     assert.ok(at.filter((t) => t > mark).length >= 5, 'lines after the 2-minute mark');
-    // One line a second from the stand-in kubelet: no stall anywhere along the way.
+    // One line a second from the container: no stall anywhere along the way.
     const gaps = at.slice(1).map((t, i) => t - (at[i] ?? t));
     assert.ok(Math.max(...gaps) < 5000, `longest gap between lines: ${Math.max(...gaps)} ms`);
     // Numbered in order, none lost.
@@ -465,7 +453,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
   });
 
   test('exec over WebSocket and SPDY', async () => {
-    assert.ok(standIn);
+    assert.ok(workload);
     const upgrades = async () => {
       const text = await gatewayMetrics();
       return {
@@ -477,7 +465,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
       const before = await upgrades();
       const out = await kubectlRun(
         proxied,
-        ['exec', standIn.pod.name, '--', 'echo', 'hello', 'from', cluster],
+        ['exec', workload.pod.name, '--', 'echo', 'hello', 'from', cluster],
         {
           env: { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: String(websockets) },
         },
@@ -490,10 +478,10 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
   });
 
   test('port-forward over WebSocket and SPDY', async () => {
-    assert.ok(standIn);
+    assert.ok(workload);
     for (const websockets of [true, false]) {
-      const reply = await portForwardPing(proxied, standIn.pod.name, websockets);
-      assert.match(reply, /hello from cluster3/, `port-forward, websockets=${websockets}`);
+      const reply = await portForwardPing(proxied, workload.pod.name, websockets);
+      assert.match(reply, /hello from the pod/, `port-forward, websockets=${websockets}`);
     }
   });
 

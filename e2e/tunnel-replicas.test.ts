@@ -30,7 +30,6 @@ import { kubectlResult } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
 import { grantInNamespace, serviceAccount } from './support/rbac.ts';
 import { type SecondGateway, startSecondGateway } from './support/second-gateway.ts';
-import { startStandIn } from './support/stand-in.ts';
 import {
   agentCertificate,
   agentHubKubeconfig,
@@ -39,6 +38,7 @@ import {
   type TunnelAgent,
 } from './support/tunnel-agent.ts';
 import { frontProxyClient, hubUserKubeconfig, proxyPrefix } from './support/users.ts';
+import { startWorkload } from './support/workload.ts';
 
 type Secret = KubeObject & { data?: Record<string, string> };
 
@@ -319,15 +319,7 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
 
   test('exec (WebSocket and SPDY) and port-forward through replica B', async () => {
     const spoke = await managedClient('cluster1');
-    // A TCP service "inside the pod" on port 8080 for port-forward: greets, then echoes.
-    const echo = net.createServer((socket) => {
-      socket.write('hello from behind the tunnel\n');
-      socket.pipe(socket);
-    });
-    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
-    const standIn = await startStandIn(spoke, 'cluster1', {
-      portMap: { 8080: (echo.address() as net.AddressInfo).port },
-    });
+    const workload = await startWorkload(spoke);
     try {
       // kubectl straight at replica B with a hub client certificate (the gateway trusts the hub's client CA).
       const kubeconfig = await hubUserKubeconfig(
@@ -338,16 +330,15 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
       for (const websockets of ['true', 'false']) {
         const out = await kubectlResult(
           kubeconfig,
-          ['exec', standIn.pod.name, '--', 'echo', 'through', 'replica', 'b'],
+          ['exec', workload.pod.name, '--', 'echo', 'through', 'replica', 'b'],
           { env: { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: websockets } },
         );
         assert.equal(out.stdout, 'through replica b\n', `exec, websockets=${websockets}: ${out.stderr}`);
-        const reply = await portForwardPing(kubeconfig, standIn.pod.name, websockets === 'true');
-        assert.match(reply, /hello from behind the tunnel/, `port-forward, websockets=${websockets}`);
+        const reply = await portForwardPing(kubeconfig, workload.pod.name, websockets === 'true');
+        assert.match(reply, /hello from the pod/, `port-forward, websockets=${websockets}`);
       }
     } finally {
-      await standIn.stop();
-      echo.close();
+      await workload.stop();
       spoke.close();
     }
   });

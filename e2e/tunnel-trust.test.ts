@@ -14,7 +14,6 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { AttachRefusedError, requestAttach } from '../agent/tunnel/attach-request.ts';
@@ -28,7 +27,6 @@ import { e2eStateDir, environmentState, hubClient, managedClient } from './suppo
 import { kubectl, kubectlResult } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
 import { grantOnHub, hubUser, revokeOnHub } from './support/rbac.ts';
-import { type StandIn, startStandIn } from './support/stand-in.ts';
 import {
   agentCertificate,
   agentHubKubeconfig,
@@ -38,6 +36,7 @@ import {
   type TunnelAgent,
 } from './support/tunnel-agent.ts';
 import { hubUserKubeconfig, proxyKubeconfig, proxyPrefix } from './support/users.ts';
+import { startWorkload, type Workload } from './support/workload.ts';
 
 type Secret = KubeObject & { data?: Record<string, string> };
 type Gateway = {
@@ -92,7 +91,7 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
     let spoke: KubeClient;
     let agent: TunnelAgent;
     let agentSpokeKubeconfig: string;
-    let standIn: StandIn | undefined;
+    let workload: Workload | undefined;
 
     before(async () => {
       spoke = await managedClient('cluster2');
@@ -103,7 +102,7 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
       agentSpokeKubeconfig = provisioned.kubeconfig;
       const hubPaths = await grantAgentOnHub(hub, cluster, { credentialSecret: true });
       cleanups.push(async () => {
-        await standIn?.stop();
+        await workload?.stop();
         for (const p of provisioned.clusterScoped) await spoke.delete(p);
         await spoke.delete(`/api/v1/namespaces/${namespace}`);
         await revokeOnHub(spoke, 'e2e-nocred-alice');
@@ -266,16 +265,7 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
     });
 
     test('exec (WebSocket and SPDY) and port-forward run as the caller, allowed or refused by cluster2', async () => {
-      // A TCP service "inside the pod" on port 8080 for port-forward: greets, then echoes.
-      const echo = net.createServer((socket) => {
-        socket.write('hello from behind the tunnel\n');
-        socket.pipe(socket);
-      });
-      await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
-      cleanups.push(async () => echo.close());
-      standIn = await startStandIn(spoke, 'cluster2', {
-        portMap: { 8080: (echo.address() as net.AddressInfo).port },
-      });
+      workload = await startWorkload(spoke);
       const env = environmentState();
       const alice = await hubUserKubeconfig(
         'alice',
@@ -285,23 +275,19 @@ describe('agent tunnel trust models', { concurrency: false }, () => {
       const bob = await hubUserKubeconfig('bob', [], `${env.hub.server}${proxyPrefix}/${cluster}/proxy`);
       for (const websockets of ['true', 'false']) {
         const env2 = { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: websockets };
-        const ok = await kubectlResult(alice, ['exec', standIn.pod.name, '--', 'echo', 'as', 'alice'], {
+        const ok = await kubectlResult(alice, ['exec', workload.pod.name, '--', 'echo', 'as', 'alice'], {
           env: env2,
         });
         assert.equal(ok.stdout, 'as alice\n', `exec as alice, websockets=${websockets}: ${ok.stderr}`);
-        const refused = await kubectlResult(bob, ['exec', standIn.pod.name, '--', 'echo', 'as', 'bob'], {
+        const refused = await kubectlResult(bob, ['exec', workload.pod.name, '--', 'echo', 'as', 'bob'], {
           env: env2,
         });
         assert.notEqual(refused.code, 0);
         assert.match(refused.stderr, /User "bob" cannot (get|create) resource "pods/, refused.stderr);
       }
       for (const websockets of ['true', 'false']) {
-        const reply = await portForwardPing(alice, standIn.pod.name, websockets === 'true');
-        assert.match(
-          reply,
-          /hello from behind the tunnel/,
-          `port-forward as alice, websockets=${websockets}`,
-        );
+        const reply = await portForwardPing(alice, workload.pod.name, websockets === 'true');
+        assert.match(reply, /hello from the pod/, `port-forward as alice, websockets=${websockets}`);
       }
     });
 

@@ -12,7 +12,6 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { ClientRequest } from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadKubeconfig } from '../agent/connection/kubeconfig.ts';
@@ -31,7 +30,6 @@ import { gatewayRequest } from './support/gateway-client.ts';
 import { kubectl } from './support/kubectl.ts';
 import { portForwardPing } from './support/port-forward.ts';
 import { grantOnHub, hubGroup, hubUser, revokeOnHub } from './support/rbac.ts';
-import { type StandIn, startStandIn } from './support/stand-in.ts';
 import {
   agentCertificate,
   agentHubKubeconfig,
@@ -40,6 +38,7 @@ import {
   type TunnelAgent,
 } from './support/tunnel-agent.ts';
 import { proxyKubeconfig, proxyPrefix } from './support/users.ts';
+import { startWorkload, type Workload } from './support/workload.ts';
 
 const cluster = 'tunnelled';
 const behind = 'cluster2';
@@ -69,13 +68,7 @@ describe('agent tunnel through the hub kube-apiserver', { concurrency: false }, 
   let supervisor: Supervisor;
   let agent: TunnelAgent;
   let agentKubeconfig: string;
-  let standIn: StandIn | undefined;
-  // A TCP service "inside the pod" on port 8080 for port-forward: greets, then echoes.
-  const echo = net.createServer((socket) => {
-    socket.write('hello from behind the tunnel\n');
-    socket.pipe(socket);
-  });
-  let echoPort = 0;
+  let workload: Workload | undefined;
   let firstConnectAt = 0;
   const cleanup: string[] = [];
   const gatewayLog = () => path.join(environmentState().stateDir, 'logs', 'hub-cluster-gateway.log');
@@ -94,8 +87,6 @@ describe('agent tunnel through the hub kube-apiserver', { concurrency: false }, 
   before(async () => {
     hub = await hubClient();
     spoke = await managedClient(behind);
-    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
-    echoPort = (echo.address() as net.AddressInfo).port;
     hubKubeconfig = environmentState().hub.kubeconfig;
     supervisor = new Supervisor(path.join(e2eStateDir, 'tunnel'));
     // The hub holds the credential (a token for cluster2) but no usable address for it.
@@ -117,8 +108,7 @@ describe('agent tunnel through the hub kube-apiserver', { concurrency: false }, 
   });
 
   after(async () => {
-    await standIn?.stop();
-    echo.close();
+    await workload?.stop();
     await supervisor?.stop();
     await revokeOnHub(hub, 'e2e-tunnel-too-broad');
     await revokeOnHub(hub, 'e2e-tunnel-apf');
@@ -197,13 +187,13 @@ describe('agent tunnel through the hub kube-apiserver', { concurrency: false }, 
   });
 
   test('kubectl exec through the tunnel, over WebSocket and SPDY', async () => {
-    standIn = await startStandIn(spoke, behind, { portMap: { 8080: echoPort } });
+    workload = await startWorkload(spoke);
     const kc = await proxyKubeconfig(cluster);
     for (const websockets of ['true', 'false']) {
       const out = await new Promise<string>((resolve, reject) => {
         const child = spawn(
           binaryPath('kubectl'),
-          [`--kubeconfig=${kc}`, 'exec', standIn!.pod.name, '--', 'echo', 'through', 'the', 'tunnel'],
+          [`--kubeconfig=${kc}`, 'exec', workload!.pod.name, '--', 'echo', 'through', 'the', 'tunnel'],
           { env: { ...process.env, KUBECTL_REMOTE_COMMAND_WEBSOCKETS: websockets } },
         );
         let stdout = '';
@@ -223,13 +213,13 @@ describe('agent tunnel through the hub kube-apiserver', { concurrency: false }, 
   });
 
   test('kubectl port-forward through the tunnel, over WebSocket and SPDY', async () => {
-    assert.ok(standIn, 'the exec test started the stand-in kubelet');
+    assert.ok(workload, 'the exec test started the workload pod');
     const kc = await proxyKubeconfig(cluster);
     for (const websockets of ['true', 'false']) {
-      const reply = await portForwardPing(kc, standIn.pod.name, websockets === 'true');
+      const reply = await portForwardPing(kc, workload.pod.name, websockets === 'true');
       assert.match(
         reply,
-        /hello from behind the tunnel/,
+        /hello from the pod/,
         `port-forward, KUBECTL_PORT_FORWARD_WEBSOCKETS=${websockets}`,
       );
       assert.match(reply, /ping/);

@@ -1,7 +1,7 @@
 /**
  * The last file of the suite (named so that node --test runs it after every other): every log that a
  * process of this project wrote during the run (the gateways, the addon managers, the agents, whatever
- * the process runners ran from our images) holds no credential. Each test file checks its own
+ * the kubelets ran from our image) holds no credential. Each test file checks its own
  * process's log for the credentials it knows; this sweep catches what they did not think of, with
  * patterns rather than known values: a ServiceAccount token (a JWT), a private key in PEM, a bearer
  * token in a header dump.

@@ -17,7 +17,7 @@ import { defaultNamespace, defaultRelease, type InstalledChart, installChart } f
 import { startEnvironment } from './localenv/environment.ts';
 import { waitFor } from './localenv/wait.ts';
 
-// CLUSTER_GATEWAY_ENV_DIR: another state folder (e2e/real-nodes.test.ts runs `npm start` in one of its own).
+// CLUSTER_GATEWAY_ENV_DIR: another state folder (e2e/npm-start/real-nodes.test.ts runs `npm start` in one of its own).
 const stateDir = process.env.CLUSTER_GATEWAY_ENV_DIR
   ? path.resolve(process.env.CLUSTER_GATEWAY_ENV_DIR)
   : path.join(repoRoot, '.local', 'env');
@@ -34,7 +34,6 @@ const env = await startEnvironment({
   stateDir,
   log,
   gateway: false,
-  addon: false,
   clusterCredentials: true,
   nodes: true,
 }).catch((err: Error) => {

@@ -24,7 +24,7 @@
  *   stream-10mb        LIST of 10 ConfigMaps of 1 MB each (10 MB body), 1 at a time
  *   watch-start        a watch opened at the current resourceVersion, until its headers
  *   watch-100          100 watches open, 100 ConfigMap updates: per delivered event
- *   exec-rtt           one exec session (`cat`, SPDY) through a stand-in kubelet:
+ *   exec-rtt           one exec session (`cat`, SPDY) into a container on cluster1's real node:
  *                      32-byte round trips over stdin/stdout
  *
  * Flags: --reps=3 --scale=1 (multiplies the operation counts) --only=get-c1,... --keep
@@ -44,10 +44,8 @@ import type { ManagedProcess } from '../../hack/localenv/supervisor.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { loadKubeconfig } from '../../shared/kube/kubeconfig.ts';
-import { loadCertificateAuthority } from '../../shared/pki.ts';
-import { createRunningPod, registerStandInNode, startNodeHeartbeat } from '../support/kubelet/node.ts';
-import { startStandInKubelet } from '../support/kubelet/server.ts';
-import { SpdyConnection } from '../support/kubelet/spdy.ts';
+import { SpdyConnection } from '../support/spdy/spdy.ts';
+import { startWorkload } from '../support/workload.ts';
 import { cpuUsage, median, percentile, rssKb } from './measure.ts';
 
 const stateDir = path.join(repoRoot, '.local', 'bench-compare');
@@ -417,7 +415,7 @@ async function execRoundTrips(target: Target, pod: ExecTarget, count: number): P
 }
 
 // ---------------------------------------------------------------------------
-// Setup: data on cluster1, the stand-in kubelet, the Go server.
+// Setup: data on cluster1, a pod to exec into, the Go server.
 
 async function seed(spoke: KubeClient): Promise<void> {
   const ensureNs = async (name: string) => {
@@ -462,34 +460,12 @@ async function seed(spoke: KubeClient): Promise<void> {
 
 async function startExecTarget(
   cluster: LocalCluster,
+  image: string,
 ): Promise<{ pod: ExecTarget; stop: () => Promise<void> }> {
-  const dir = path.join(stateDir, cluster.name);
-  const ca = await loadCertificateAuthority({
-    cert: readFileSync(path.join(dir, 'ca.crt'), 'utf8'),
-    key: readFileSync(path.join(dir, 'ca.key'), 'utf8'),
-  });
-  const serving = await ca.issue({
-    commonName: 'stand-in-kubelet',
-    dnsNames: ['localhost'],
-    ipAddresses: ['127.0.0.1'],
-    usage: 'server',
-  });
-  const kubelet = await startStandInKubelet({ tls: { ...serving, clientCa: ca.cert } });
-  await registerStandInNode(cluster.client, { name: 'stand-in', port: kubelet.port });
-  const heartbeat = startNodeHeartbeat(cluster.client, 'stand-in');
-  const pod = { namespace: 'default', pod: 'workload', container: 'main' };
-  await createRunningPod(cluster.client, {
-    namespace: pod.namespace,
-    name: pod.pod,
-    container: pod.container,
-    nodeName: 'stand-in',
-  });
+  const workload = await startWorkload(cluster.client, { image });
   return {
-    pod,
-    stop: async () => {
-      await heartbeat.stop();
-      await kubelet.close();
-    },
+    pod: { namespace: workload.pod.namespace, pod: workload.pod.name, container: workload.pod.container },
+    stop: workload.stop,
   };
 }
 
@@ -627,6 +603,7 @@ const flags = parseFlags(process.argv.slice(2));
 const env = await startEnvironment({
   stateDir,
   managedClusters: ['cluster1'],
+  nodes: true, // a real kubelet for exec
   log: (line) => process.stderr.write(`[bench env] ${line}\n`),
 }).catch((err: Error) => {
   console.error(`\nthe environment did not start: ${err.message}`);
@@ -643,9 +620,10 @@ try {
     cert: readFileSync(path.join(stateDir, 'hub', 'front-proxy-client.crt')),
     key: readFileSync(path.join(stateDir, 'hub', 'front-proxy-client.key')),
   };
-  log('seeding cluster1 (500 small and 10 large ConfigMaps) and a stand-in kubelet for exec');
+  log('seeding cluster1 (500 small and 10 large ConfigMaps) and a pod to exec into');
   await seed(cluster1.client);
-  const exec = await startExecTarget(cluster1);
+  if (!env.images) throw new Error('the environment has no image (nodes)');
+  const exec = await startExecTarget(cluster1, env.images.image);
   stopExec = exec.stop;
   log('building and starting the Go cluster-gateway');
   const goGateway = await startGoGateway(env, frontProxy);

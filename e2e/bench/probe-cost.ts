@@ -49,7 +49,6 @@ const env = await startEnvironment({
   stateDir: path.join(repoRoot, '.local', 'bench-probe'),
   managedClusters: ['cluster1'],
   gateway: false,
-  addon: false,
   clusterCredentials: true,
   log: (line) => log(`[bench env] ${line}`),
 });

@@ -1,6 +1,6 @@
 /**
- * `kubectl port-forward` to a pod's port 8080 and one round trip through it: the stand-in pod
- * (support/stand-in.ts) greets and echoes, so the reply holds its greeting and the `ping` sent.
+ * `kubectl port-forward` to a pod's port 8080 and one round trip through it: the workload pod
+ * (support/workload.ts) greets and echoes, so the reply holds its greeting and the `ping` sent.
  */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
@@ -30,15 +30,23 @@ export async function portForwardPing(kubeconfig: string, pod: string, websocket
     return await new Promise<string>((resolve, reject) => {
       const socket = net.connect(localPort, '127.0.0.1');
       let data = '';
+      // A forward that breaks closes the local connection without the echo, or leaves it silent.
+      const fail = (why: string) => {
+        socket.destroy();
+        reject(new Error(`port-forward to ${pod}:8080 ${why}; read "${data}"; kubectl said: ${output}`));
+      };
+      const timer = setTimeout(() => fail('gave no echo within 30 s'), 30_000);
       socket.setEncoding('utf8');
       socket.on('data', (chunk: string) => {
         data += chunk;
         if (data.includes('ping')) {
+          clearTimeout(timer);
           socket.end();
           resolve(data);
         }
       });
-      socket.on('error', reject);
+      socket.on('error', (err) => fail(`failed: ${err.message}`));
+      socket.on('close', () => fail('closed before the echo'));
       socket.write('ping\n');
     });
   } finally {

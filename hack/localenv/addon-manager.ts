@@ -1,8 +1,11 @@
 /**
  * The addon manager as the local environment installs it on the hub: a
- * Deployment (run by the process runner, hack/runner) with its own
- * ServiceAccount and the least RBAC for what its controllers do. One place
- * on purpose: the install issue turns exactly this into the chart.
+ * Deployment of the project's image (run by the hub's real kubelet, node.ts)
+ * with its own ServiceAccount, in-cluster, and the least RBAC for what its
+ * controllers do; the hub apiserver calls its LeaseNotFound webhook through
+ * a Service. No gateway: the environment's own (gateway.ts) serves the
+ * aggregated API. One place on purpose: charts/cluster-gateway.test.ts checks
+ * that the chart grants every rule below.
  *
  * Every rule names the code that needs it (manager/addon/...):
  * - informers (list, watch): main.ts;
@@ -21,14 +24,17 @@
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import { credentialNamespace } from './gateway.ts';
 
-/** Image prefix of this project's images: the process runners run Deployments whose image starts with it. */
-export const imagePrefix = 'ghcr.io/oam-dev/cluster-gateway-ts';
-export const localImage = `${imagePrefix}:local`;
 export const managerNamespace = 'cluster-gateway-system';
-const managerName = 'cluster-gateway-addon-manager';
+/** The Deployment, its ServiceAccount and RBAC, and the webhook's Service (the manager's default --webhook-service). */
+export const managerName = 'cluster-gateway-addon-manager';
 const fieldManager = 'cluster-gateway-localenv';
 
 export interface ManagerSettings {
+  /**
+   * The image the manager and the agents it deploys run: the environment's, imported into every node
+   * (EnvironmentState.image). Required to install; the RBAC alone (charts/cluster-gateway.test.ts) needs none.
+   */
+  image?: string;
   addonName?: string;
   /** Extra flags, e.g. --health-mode=Lease. */
   args?: string[];
@@ -43,6 +49,7 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
     labels,
   });
   const readWatch = ['get', 'list', 'watch'];
+  const image = settings.image ?? 'cluster-gateway-ts:unset';
   return [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: managerNamespace, labels } },
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(managerName) },
@@ -188,6 +195,16 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: managerName },
       subjects: [{ kind: 'ServiceAccount', name: managerName, namespace: managerNamespace }],
     },
+    // Where the hub apiserver calls the LeaseNotFound webhook (the manager registers it with this Service).
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: meta(managerName),
+      spec: {
+        selector: { 'app.kubernetes.io/name': managerName },
+        ports: [{ name: 'webhook', port: 443, targetPort: 'webhook' }],
+      },
+    },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -199,30 +216,45 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
           metadata: { labels },
           spec: {
             serviceAccountName: managerName,
+            // A killed or deleted manager is gone at once: the tests that replace it wait on no grace period.
+            terminationGracePeriodSeconds: 5,
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 65532,
+              runAsGroup: 65532,
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
             containers: [
               {
                 name: 'manager',
-                image: localImage,
+                image,
+                // Imported into every node by the environment: a missing image fails at once.
+                imagePullPolicy: 'Never',
                 command: ['node', '/app/manager/addon/main.ts'],
                 args: [
                   `--addon-name=${addon}`,
-                  `--agent-image=${localImage}`,
+                  `--agent-image=${image}`,
+                  '--log-level=debug',
                   '--http-port=8000',
-                  // The hub apiserver reaches the LeaseNotFound webhook on this machine; the runner
-                  // rewrites both 9443s to the pod's own host port. In a cluster: a Service instead.
                   '--webhook-port=9443',
-                  '--webhook-url=https://127.0.0.1:9443',
+                  `--webhook-service=${managerName}`,
                   ...(settings.args ?? []),
                 ],
                 env: [
                   { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  { name: 'NODE_COMPILE_CACHE', value: '/app/.cache/node-compile-cache' },
                 ],
                 ports: [
                   { name: 'http', containerPort: 8000 },
                   { name: 'webhook', containerPort: 9443 },
                 ],
-                readinessProbe: { httpGet: { path: '/readyz', port: 'http' } },
+                readinessProbe: { httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 2 },
                 livenessProbe: { httpGet: { path: '/healthz', port: 'http' } },
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  readOnlyRootFilesystem: true,
+                  capabilities: { drop: ['ALL'] },
+                },
               },
             ],
           },
@@ -232,8 +264,14 @@ export function addonManagerManifests(settings: ManagerSettings = {}): KubeObjec
   ];
 }
 
-/** Applies the manager's manifests to the hub (server-side apply: re-running updates them). */
-export async function installAddonManager(hub: KubeClient, settings: ManagerSettings = {}): Promise<void> {
+/**
+ * Applies the manager's manifests to the hub (server-side apply: re-running updates them, and a changed
+ * argument rolls the Deployment as `kubectl apply` would).
+ */
+export async function installAddonManager(
+  hub: KubeClient,
+  settings: ManagerSettings & { image: string },
+): Promise<void> {
   for (const obj of addonManagerManifests(settings)) await hub.apply(pathOf(obj), obj, fieldManager);
 }
 

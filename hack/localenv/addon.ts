@@ -1,97 +1,146 @@
 /**
- * The addon in the local environment, installed the way a user's cluster
- * runs it: a process runner (hack/runner, the kubelet here) on the hub and
- * on every managed cluster; the addon manager's Deployment on the hub
- * (addon-manager.ts); the agents from the ManifestWork that OCM's real work
- * agent applies on each managed cluster once the addon is enabled.
+ * The addon in the local environment on its real nodes (node.ts), installed the
+ * way a user's cluster runs it: the addon manager's Deployment on the hub
+ * (addon-manager.ts), run by the hub's kubelet from the project's image; the
+ * agents from the ManifestWork that OCM's real work agent applies on each
+ * managed cluster once the addon is enabled, run by that cluster's kubelet.
  *
- * Ports are remapped per pod (hack/runner/pod-spec.ts): the agents of two
- * managed clusters share this machine's network.
+ * Also what a test needs to see those pods as the node does: the host
+ * processes of a container (the host shares its process table with every
+ * node's containers).
  */
-import path from 'node:path';
-import { DeploymentRunner } from '../runner/deployment-runner.ts';
-import { imagePrefix, installAddonManager, type ManagerSettings } from './addon-manager.ts';
+import { readdirSync, readFileSync } from 'node:fs';
+import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import {
+  installAddonManager,
+  type ManagerSettings,
+  managerName,
+  managerNamespace,
+  uninstallAddonManager,
+} from './addon-manager.ts';
 import type { LocalCluster } from './apiserver.ts';
-import { repoRoot } from './binaries.ts';
-import { warmCompileCache } from './compile-cache.ts';
-import { Supervisor } from './supervisor.ts';
 import { waitFor } from './wait.ts';
 
-export interface LocalAddon {
-  runners: DeploymentRunner[];
-  /** The pods' processes (the manager's, the agents'): tests find and kill them here. */
-  supervisor: Supervisor;
-  stop(): Promise<void>;
-}
-
-/** What the runners need of a cluster (a test file builds it from the environment's state). */
+/** What installing the chart needs of a cluster (a test file builds it from the environment's state). */
 export type AddonCluster = Pick<LocalCluster, 'name' | 'client' | 'server'> & {
   pki: { ca: { cert: string } };
 };
 
+export interface LocalAddon {
+  /** Re-applies the manager's manifests with other settings (a changed argument rolls its Deployment). */
+  reinstall(settings?: ManagerSettings): Promise<void>;
+  /** Deletes the manager's objects and waits until its pods are gone from the hub's node. */
+  stop(): Promise<void>;
+}
+
+export type Pod = KubeObject & {
+  metadata: { name: string; namespace: string; uid?: string; deletionTimestamp?: string };
+  spec: { nodeName?: string };
+  status?: {
+    phase?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: {
+      name: string;
+      ready: boolean;
+      restartCount: number;
+      containerID?: string;
+      state?: { running?: { startedAt?: string } };
+    }[];
+  };
+};
+
+export const managerSelector = `app.kubernetes.io/name=${managerName}`;
+
+/**
+ * Installs the manager's Deployment on the hub and returns once its pod is Ready and it has declared the
+ * ClusterManagementAddOn (`clusteradm addon enable` refuses an addon without it).
+ */
 export async function startAddon(
-  hub: AddonCluster,
-  managed: AddonCluster[],
-  stateDir: string,
-  settings: ManagerSettings & { log?: (line: string) => void } = {},
+  hub: KubeClient,
+  settings: ManagerSettings & { image: string },
 ): Promise<LocalAddon> {
-  const pods = startPodRunners(hub, managed, stateDir, settings.log);
-  await installAddonManager(hub.client, settings);
-  // `clusteradm addon enable` refuses an addon without its ClusterManagementAddOn: the manager creates it.
+  const current = { ...settings };
+  await installAddonManager(hub, current);
   const addonName = settings.addonName ?? 'cluster-gateway';
-  await waitFor(
-    `the addon manager to declare ClusterManagementAddOn ${addonName}`,
-    () =>
-      hub.client.getOptional(
-        `/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/${addonName}`,
-      ),
-    { timeoutMs: 60_000 },
+  const stop = async () => {
+    await uninstallAddonManager(hub, current);
+    await waitFor(
+      'the addon manager pods gone from the hub',
+      async () => (await podsOf(hub, managerNamespace, managerSelector)).length === 0,
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+  };
+  try {
+    await waitFor(
+      'the addon manager pod Ready on the hub',
+      async () => (await podsOf(hub, managerNamespace, managerSelector)).some(podReady),
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    await waitFor(
+      `the addon manager to declare ClusterManagementAddOn ${addonName}`,
+      () =>
+        hub.getOptional(
+          `/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/${addonName}`,
+        ),
+      { timeoutMs: 60_000 },
+    );
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+  return {
+    reinstall: (next = {}) => installAddonManager(hub, { ...next, image: settings.image }),
+    stop,
+  };
+}
+
+/** The pods of `namespace` (matching `selector`), terminating ones included. */
+export async function podsOf(client: KubeClient, namespace: string, selector = ''): Promise<Pod[]> {
+  const query = selector ? `?labelSelector=${encodeURIComponent(selector)}` : '';
+  return (await client.list<Pod>(`/api/v1/namespaces/${namespace}/pods${query}`)).items;
+}
+
+/** Running, not being deleted, every container ready. */
+export function podReady(pod: Pod): boolean {
+  return (
+    pod.status?.phase === 'Running' &&
+    !pod.metadata.deletionTimestamp &&
+    (pod.status.containerStatuses ?? []).length > 0 &&
+    (pod.status.containerStatuses ?? []).every((s) => s.ready)
   );
-  return pods;
 }
 
 /**
- * The process runners alone (the kubelets of this machine): what runs this project's Deployments on the
- * hub and on every managed cluster, whoever installs them (installAddonManager, or helm in e2e/install).
+ * The host pids of a container (containerd's id, with or without its `containerd://` prefix): every
+ * process whose cgroup path names it. Empty when it runs no more.
  */
-export function startPodRunners(
-  hub: AddonCluster,
-  managed: AddonCluster[],
-  stateDir: string,
-  log?: (line: string) => void,
-): LocalAddon {
-  // What the image build does, for the Deployments' NODE_COMPILE_CACHE=/app/.cache/node-compile-cache.
-  for (const entry of ['agent/main.ts', 'manager/addon/main.ts', 'manager/gateway/main.ts'])
-    warmCompileCache(entry);
-  // The pods' own supervisor: a crashed agent is the runner's to restart (as a kubelet would), not a
-  // reason for the environment's watchdog (local-up.ts) to stop everything.
-  const supervisor = new Supervisor(path.join(stateDir, 'pods'), { handleSignals: false });
-  const runners = [hub, ...managed].map(
-    (cluster) =>
-      new DeploymentRunner({
-        clusterName: cluster.name,
-        client: cluster.client,
-        server: cluster.server,
-        caCert: cluster.pki.ca.cert,
-        supervisor,
-        stateDir: path.join(stateDir, 'runner'),
-        images: [imagePrefix],
-        pathMap: { '/app': repoRoot },
-        remapPorts: true,
-        intervalMs: 500,
-        ...(log ? { log } : {}),
-      }),
-  );
-  for (const runner of runners) runner.start();
-  const stop = async () => {
-    process.off('SIGINT', stopOnSignal);
-    process.off('SIGTERM', stopOnSignal);
-    await Promise.all(runners.map((r) => r.stop()));
-    await supervisor.stop();
-  };
-  // On Ctrl-C the runners stop first: they would otherwise restart pods while the apiservers go away.
-  const stopOnSignal = () => void stop();
-  process.once('SIGINT', stopOnSignal);
-  process.once('SIGTERM', stopOnSignal);
-  return { runners, supervisor, stop };
+export function containerPids(containerId: string): number[] {
+  const id = containerId.replace(/^[a-z]+:\/\//, '');
+  if (!/^[0-9a-f]{16,}$/.test(id)) throw new Error(`not a container id: ${containerId}`);
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cgroup`, 'utf8').includes(id)) pids.push(Number(entry));
+    } catch {} // gone meanwhile
+  }
+  return pids;
+}
+
+/**
+ * The host pid of a process of the environment (its pid file, written by the supervisor of another
+ * process: the global setup's) whose command line matches `match`.
+ */
+export function environmentPid(stateDir: string, what: string, match: (args: string[]) => boolean): number {
+  const pids = readFileSync(`${stateDir}/pids`, 'utf8').split('\n').filter(Boolean).map(Number);
+  for (const pid of pids) {
+    let cmdline = '';
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (match(cmdline.split('\0'))) return pid;
+  }
+  throw new Error(`${what} is not among the environment's processes`);
 }

@@ -177,8 +177,8 @@ rules:
  * registration needs it), garbage-collects owned objects and finalizes
  * namespace deletion. On a cluster with a real node (node.ts) every
  * usual controller runs, so Deployments become pods as on any cluster; without
- * one the deployment and replicaset controllers are off, and the process
- * runner (hack/runner) owns Deployment status instead.
+ * one (benchmarks of the gateway alone) the deployment and replicaset
+ * controllers are off: nothing would run the pods they make.
  */
 export function startControllerManager(
   supervisor: Supervisor,

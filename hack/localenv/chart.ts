@@ -1,22 +1,20 @@
 /**
  * charts/cluster-gateway installed into the local environment's hub the way
  * a user installs it (`helm install`, the commands of README.md's "Install
- * on a hub"): the process runners (addon.ts) run the manager from the
- * Deployment helm made, and the gateway from the Deployment the manager
- * made; the manager registers the gateway's APIService once it serves.
- *
- * One place for the values this machine needs (no pod network, no container
- * runtime): `npm start` (hack/local-up.ts) uses them, and so can the e2e test
+ * on a hub"), on the environment's real nodes (node.ts): the hub's kubelet
+ * runs the manager from the Deployment helm made, and the gateway from the
+ * Deployment the manager made; the manager registers the gateway's
+ * APIService once it serves. The chart's own values but the image built
+ * here: `npm start` (hack/local-up.ts) uses them, and so does the e2e test
  * of the chart.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { type AddonCluster, type LocalAddon, startPodRunners } from './addon.ts';
-import { imagePrefix } from './addon-manager.ts';
+import type { KubeClient } from '../../shared/kube/client.ts';
+import type { AddonCluster } from './addon.ts';
 import { binaryPath, repoRoot } from './binaries.ts';
 import { type BuiltImages, imageValues } from './images.ts';
-import { freePort } from './ports.ts';
 import { waitFor } from './wait.ts';
 
 export const chartDir = path.join(repoRoot, 'charts', 'cluster-gateway');
@@ -28,29 +26,6 @@ export const defaultRelease = 'cluster-gateway';
 export const defaultNamespace = 'open-cluster-management-addon';
 
 const run = promisify(execFile);
-
-/** The `--set` arguments of a chart installed on this machine, then `overrides` (which win). */
-export function localChartValues(opts: { hostPort: number; overrides?: string[] }): string[] {
-  const set = [
-    'image.registry=ghcr.io',
-    `image.repository=${imagePrefix.replace(/^ghcr\.io\//, '')}`,
-    'image.tag=local',
-    'manager.logLevel=debug',
-    // The hub apiserver calls the webhook on this machine (the runner maps 9444 to the pod's own port);
-    // 9444, not 9443, so that no manager argument ending in the gateway's 9443 is remapped.
-    'manager.webhook.port=9444',
-    'manager.webhook.url=https://127.0.0.1:9444',
-    // The environment's credential namespace exists already and is not helm's.
-    'gateway.credentialNamespace.create=false',
-    // No pod network here: the gateway binds its port on "the node" and the Service is a DNS alias.
-    `gateway.hostPort=${opts.hostPort}`,
-    'gateway.serviceExternalName=localhost',
-    'gateway.logLevel=debug',
-    'gateway.healthCheck.intervalSeconds=2',
-    ...(opts.overrides ?? []),
-  ];
-  return set.flatMap((s) => ['--set', s]);
-}
 
 /**
  * The `--set` arguments of a chart installed on the environment's real nodes, then `overrides`: only
@@ -89,15 +64,16 @@ export async function helm(kubeconfig: string, ...args: string[]): Promise<strin
 }
 
 export interface ChartInstallOptions {
-  hub: AddonCluster & { kubeconfig: string };
-  managed: AddonCluster[];
-  /** The pods' logs go to <stateDir>/pods/logs, the runners' state to <stateDir>/runner. */
-  stateDir: string;
+  hub: { client: KubeClient; kubeconfig: string };
+  /** The managed clusters (their agents come from the ManifestWorks: nothing to do on them here). */
+  managed?: AddonCluster[];
+  /** The environment's state folder (nothing of the chart's is written there). */
+  stateDir?: string;
   release?: string;
   namespace?: string;
-  /** More `--set` values (after the local ones). */
+  /** More `--set` values (after the node ones). */
   overrides?: string[];
-  /** The environment has real nodes running this image: no process runners, the chart's own values. */
+  /** The image the environment's nodes hold (Environment.images): the chart runs it. Required. */
   images?: Pick<BuiltImages, 'image'>;
   log?: (line: string) => void;
 }
@@ -105,70 +81,45 @@ export interface ChartInstallOptions {
 export interface InstalledChart {
   release: string;
   namespace: string;
-  /** Where the gateway listens on this machine (its hostPort); on real nodes, behind its Service only. */
-  gatewayUrl?: string;
   /** helm's output (the chart's NOTES.txt). */
   notes: string;
-  /** The process runners and the pods they run (none on real nodes). */
-  pods?: LocalAddon;
-  /** Stops the pods and their runners; the release stays (the environment's state is wiped at start). */
+  /** Nothing to stop: the kubelets run the pods, and the release stays (the environment's state is wiped at start). */
   stop(): Promise<void>;
 }
 
 /**
- * Starts the process runners, then `helm install --create-namespace`, and returns once the manager has
- * declared the ClusterManagementAddOn (`clusteradm addon enable` refuses an addon without it). Waiting
- * for the gateway's APIService and the addons is the caller's: what it waits for depends on what it does.
+ * `helm install --create-namespace` with the node values, and returns once the manager has declared the
+ * ClusterManagementAddOn (`clusteradm addon enable` refuses an addon without it). Waiting for the
+ * gateway's APIService and the addons is the caller's: what it waits for depends on what it does.
  */
 export async function installChart(options: ChartInstallOptions): Promise<InstalledChart> {
   const release = options.release ?? defaultRelease;
   const namespace = options.namespace ?? defaultNamespace;
   const images = options.images;
-  const hostPort = images ? undefined : await freePort();
-  const pods = images
-    ? undefined
-    : startPodRunners(options.hub, options.managed, options.stateDir, options.log);
-  const stop = async () => {
-    await pods?.stop();
-  };
-  try {
-    const values = images
-      ? nodeChartValues(images, options.overrides)
-      : localChartValues({
-          hostPort: hostPort as number,
-          ...(options.overrides ? { overrides: options.overrides } : {}),
-        });
-    const notes = await helm(
-      options.hub.kubeconfig,
-      'install',
-      release,
-      chartDir,
-      '--namespace',
-      namespace,
-      '--create-namespace',
-      ...values,
+  if (!images)
+    throw new Error(
+      'installChart: the environment has no nodes to run the chart (start it with nodes: true)',
     );
-    const addonName = addonNameOf(options.overrides);
-    await waitFor(
-      `the addon manager (helm release ${release} in ${namespace}) to declare ClusterManagementAddOn ${addonName}`,
-      () =>
-        options.hub.client.getOptional(
-          `/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/${addonName}`,
-        ),
-      { timeoutMs: 60_000 },
-    );
-    return {
-      release,
-      namespace,
-      ...(hostPort ? { gatewayUrl: `https://127.0.0.1:${hostPort}` } : {}),
-      notes,
-      ...(pods ? { pods } : {}),
-      stop,
-    };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+  const notes = await helm(
+    options.hub.kubeconfig,
+    'install',
+    release,
+    chartDir,
+    '--namespace',
+    namespace,
+    '--create-namespace',
+    ...nodeChartValues(images, options.overrides),
+  );
+  const addonName = addonNameOf(options.overrides);
+  await waitFor(
+    `the addon manager (helm release ${release} in ${namespace}) to declare ClusterManagementAddOn ${addonName}`,
+    () =>
+      options.hub.client.getOptional(
+        `/apis/addon.open-cluster-management.io/v1alpha1/clustermanagementaddons/${addonName}`,
+      ),
+    { timeoutMs: 60_000 },
+  );
+  return { release, namespace, notes, stop: async () => {} };
 }
 
 /** The addon's name: the chart's default unless an override sets addon.name. */

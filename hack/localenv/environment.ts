@@ -8,7 +8,6 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type LocalAddon, startAddon } from './addon.ts';
 import { type LocalCluster, startApiserver, startControllerManager } from './apiserver.ts';
 import { startEtcd } from './etcd.ts';
 import { type LocalGateway, provisionCredentials, startGateway } from './gateway.ts';
@@ -32,14 +31,9 @@ export interface EnvironmentOptions {
    */
   clusterCredentials?: boolean;
   /**
-   * Install the addon: process runners on every cluster and the addon manager's Deployment on the
-   * hub (addon.ts). Off by default: e2e files that test the manager run their own.
-   */
-  addon?: boolean | { managerArgs?: string[] };
-  /**
    * A real node on every cluster (node.ts): containerd, a kubelet and a scheduler, every usual
    * controller, and the project's image built from the Dockerfile and imported. Needs root; changes
-   * to the host are undone at stop (host-changes.ts). Not with `addon` (the process runners).
+   * to the host are undone at stop (host-changes.ts).
    */
   nodes?: boolean;
   log?: (line: string) => void;
@@ -50,7 +44,6 @@ export interface Environment {
   hub: LocalCluster;
   managed: LocalCluster[];
   gateway?: LocalGateway;
-  addon?: LocalAddon;
   /** The nodes, hub first, and the images they hold (with `nodes`). */
   nodes?: LocalNode[];
   images?: BuiltImages;
@@ -61,8 +54,9 @@ export interface Environment {
 /** What other processes (test files) need to use a running environment. */
 export interface EnvironmentState {
   stateDir: string;
-  hub: { name: string; server: string; kubeconfig: string };
-  managed: { name: string; server: string; kubeconfig: string }[];
+  /** `reachableServer`: the URL pods (and OCM's records) use: the bridge's address when there are nodes. */
+  hub: { name: string; server: string; reachableServer: string; kubeconfig: string };
+  managed: { name: string; server: string; reachableServer: string; kubeconfig: string }[];
   gateway?: { url: string; port: number };
   /** The project's image the nodes run (with `nodes`). */
   image?: string;
@@ -79,8 +73,6 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
   const log = options.log ?? (() => {});
   const names = options.managedClusters ?? ['cluster1', 'cluster2'];
   const { stateDir } = options;
-  if (options.nodes && options.addon)
-    throw new Error('nodes run the addon from its image: do not also start the process runners (addon)');
   // With nodes, Ctrl-C must stop them and undo the host's changes, not only kill processes: the
   // environment handles the signals itself (below) instead of the supervisor.
   const supervisor = new Supervisor(stateDir, { handleSignals: !options.nodes }); // kills leftovers first
@@ -181,15 +173,6 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
       step(`writing the credential Secrets of ${names.join(', ')}`);
       await provisionCredentials(hub.client, managed);
     }
-    let addon: LocalAddon | undefined;
-    if (options.addon) {
-      step('installing the addon manager (Deployment on the hub, run by the process runners)');
-      const managerArgs = typeof options.addon === 'object' ? options.addon.managerArgs : undefined;
-      addon = await startAddon(hub, managed, stateDir, {
-        ...(managerArgs ? { args: managerArgs } : {}),
-        log,
-      });
-    }
     const state: EnvironmentState = {
       stateDir,
       hub: pick(hub),
@@ -199,7 +182,6 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
     };
     writeFileSync(path.join(stateDir, 'environment.json'), JSON.stringify(state, null, 2));
     stopEverything = async () => {
-      await addon?.stop();
       await stopNodes();
       for (const cluster of [hub, ...managed]) cluster.client.close();
       await supervisor.stop();
@@ -210,7 +192,6 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
       hub,
       managed,
       ...(gateway ? { gateway } : {}),
-      ...(addon ? { addon } : {}),
       ...(built ? { nodes, images: built } : {}),
       supervisor,
       stop: stopAll,
@@ -222,5 +203,10 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
 }
 
 function pick(cluster: LocalCluster) {
-  return { name: cluster.name, server: cluster.server, kubeconfig: cluster.kubeconfig };
+  return {
+    name: cluster.name,
+    server: cluster.server,
+    reachableServer: cluster.reachableServer,
+    kubeconfig: cluster.kubeconfig,
+  };
 }

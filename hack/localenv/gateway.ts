@@ -1,8 +1,10 @@
 /**
  * Runs the gateway on the hub the way a cluster would: as its own
  * ServiceAccount with the RBAC an aggregated API server needs, registered
- * with the kube-aggregator through an APIService and an ExternalName Service
- * pointing at localhost. Also gives the gateway a credential for each
+ * with the kube-aggregator through an APIService and a Service: an ExternalName
+ * one pointing at localhost, or, when the hub has a node (its aggregator then
+ * routes to endpoints, as the chart's gateway pods need), a Service whose
+ * endpoint is the host's address on the pods' bridge. Also gives the gateway a credential for each
  * managed cluster (a ServiceAccount token Secret, what OCM's
  * managed-serviceaccount addon provides in production).
  */
@@ -15,6 +17,7 @@ import { requestServiceAccountToken } from '../../shared/kube/service-account-to
 import type { LocalCluster } from './apiserver.ts';
 import { repoRoot } from './binaries.ts';
 import { compileCacheEnv, warmCompileCache } from './compile-cache.ts';
+import { hostAddress } from './host-changes.ts';
 import { writeKubeconfig } from './kubeconfig.ts';
 import { applyCrds, ensureNamespace } from './ocm.ts';
 import { freePort } from './ports.ts';
@@ -42,6 +45,9 @@ export async function startGateway(
   extraArgs: string[] = [],
 ): Promise<LocalGateway> {
   const client = hub.client;
+  // With nodes the hub's aggregator resolves Services to endpoints (--enable-aggregator-routing), which an
+  // ExternalName Service has none of: the gateway then listens on the bridge's address too.
+  const podNetwork = hub.reachableServer !== hub.server;
   await ensureNamespace(client, gatewayNamespace);
   await ensureNamespace(client, credentialNamespace);
   // The gateway's own CRDs (ClusterGatewayProxyConfiguration), as the chart installs them.
@@ -54,7 +60,7 @@ export async function startGateway(
   const serving = await hub.pki.ca.issue({
     commonName: 'cluster-gateway',
     dnsNames: [`cluster-gateway.${gatewayNamespace}.svc`, 'localhost'],
-    ipAddresses: ['127.0.0.1'],
+    ipAddresses: ['127.0.0.1', ...(podNetwork ? [hostAddress] : [])],
     usage: 'server',
   });
   writeFileSync(path.join(dir, 'tls.crt'), serving.cert);
@@ -77,7 +83,7 @@ export async function startGateway(
       ...(process.env.CG_GATEWAY_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
       path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
       `--secure-port=${port}`,
-      '--bind-address=127.0.0.1',
+      `--bind-address=${podNetwork ? '0.0.0.0' : '127.0.0.1'}`,
       `--tls-cert-file=${path.join(dir, 'tls.crt')}`,
       `--tls-private-key-file=${path.join(dir, 'tls.key')}`,
       `--kubeconfig=${kubeconfig}`,
@@ -86,16 +92,32 @@ export async function startGateway(
       ...extraArgs,
     ],
   });
+  const servicePort = podNetwork ? 443 : port;
   await client.apply(
     `/api/v1/namespaces/${gatewayNamespace}/services/cluster-gateway`,
     {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: { name: 'cluster-gateway', namespace: gatewayNamespace },
-      spec: { type: 'ExternalName', externalName: 'localhost' },
+      spec: podNetwork
+        ? { type: 'ClusterIP', ports: [{ name: 'https', port: servicePort, targetPort: port }] }
+        : { type: 'ExternalName', externalName: 'localhost' },
     },
     fieldManager,
   );
+  if (podNetwork) {
+    // No selector: the one endpoint is this process (KCM mirrors it into an EndpointSlice).
+    await client.apply(
+      `/api/v1/namespaces/${gatewayNamespace}/endpoints/cluster-gateway`,
+      {
+        apiVersion: 'v1',
+        kind: 'Endpoints',
+        metadata: { name: 'cluster-gateway', namespace: gatewayNamespace },
+        subsets: [{ addresses: [{ ip: hostAddress }], ports: [{ name: 'https', port }] }],
+      },
+      fieldManager,
+    );
+  }
   await client.apply(
     `/apis/apiregistration.k8s.io/v1/apiservices/${apiServiceName}`,
     {
@@ -105,7 +127,7 @@ export async function startGateway(
       spec: {
         group: 'cluster.core.oam.dev',
         version: 'v1alpha1',
-        service: { namespace: gatewayNamespace, name: 'cluster-gateway', port },
+        service: { namespace: gatewayNamespace, name: 'cluster-gateway', port: servicePort },
         caBundle: Buffer.from(hub.pki.ca.cert).toString('base64'),
         groupPriorityMinimum: 5000,
         versionPriority: 10,

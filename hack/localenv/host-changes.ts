@@ -41,7 +41,14 @@ const kubeletChains = [
   ['mangle', 'KUBE-IPTABLES-HINT'],
 ] as const;
 /** Paths the kubelet and containerd use whatever their flags say. */
-const fixedPaths = ['/var/lib/kubelet', '/run/containerd', '/var/lib/cni', '/run/netns'];
+const fixedPaths = [
+  '/var/lib/kubelet',
+  '/run/containerd',
+  '/var/lib/cni',
+  '/run/netns',
+  '/var/log/containers', // the kubelets' links to container logs (each kubelet's pod logs are in its own folder)
+  '/var/log/pods',
+];
 
 interface Journal {
   sysctls: Record<string, string>;
@@ -52,6 +59,13 @@ interface Journal {
   netnsBefore: string[];
   /** Whether this run made the bridge and the NAT chain (and so started kubelets): only then are they removed. */
   network: boolean;
+  /** The `kubernetes` Service routes this run added to the NAT chain. */
+  routes?: { clusterIp: string; apiserverPort: number }[];
+  /**
+   * A node added to a running environment (HostChanges.forExtraNode): only its own cgroups, routes and
+   * the mounts under its own state folder are undone; the machine-wide settings are the environment's.
+   */
+  extraNode?: boolean;
 }
 
 const run = (cmd: string, args: string[]) =>
@@ -68,19 +82,37 @@ export class HostChanges {
   readonly #journalPath: string;
   #journal: Journal;
 
-  constructor(stateDir: string) {
+  constructor(stateDir: string, options: { extraNode?: boolean } = {}) {
     this.#journalPath = path.join(stateDir, 'host-changes.json');
     restoreHost(this.#journalPath); // a previous run killed before it could undo its changes
-    this.#journal = {
-      sysctls: Object.fromEntries(
-        kubeletSysctls.map((k) => [k, readFileSync(`/proc/sys/${k}`, 'utf8').trim()]),
-      ),
-      createdPaths: fixedPaths.filter((p) => !existsSync(p)),
-      cgroupRoots: [],
-      netnsBefore: existsSync('/run/netns') ? readdirSync('/run/netns') : [],
-      network: false,
-    };
+    this.#journal = options.extraNode
+      ? { sysctls: {}, createdPaths: [], cgroupRoots: [], netnsBefore: [], network: false, extraNode: true }
+      : {
+          sysctls: Object.fromEntries(
+            kubeletSysctls.map((k) => [k, readFileSync(`/proc/sys/${k}`, 'utf8').trim()]),
+          ),
+          createdPaths: fixedPaths.filter((p) => !existsSync(p)),
+          cgroupRoots: [],
+          netnsBefore: existsSync('/run/netns') ? readdirSync('/run/netns') : [],
+          network: false,
+        };
     this.#save();
+  }
+
+  /**
+   * For a node a test adds to the running environment (its own cluster, its own state folder): it joins
+   * the environment's bridge and NAT chain and, at restore, undoes only what it added itself, so the
+   * environment's pods keep their mounts and network namespaces. A node stopped cleanly removes its pods'
+   * network namespaces itself (the CRI tears each sandbox down); after a crash the environment's own
+   * restore removes them.
+   */
+  static forExtraNode(stateDir: string): HostChanges {
+    if (!existsSync(`/sys/class/net/${bridgeName}`)) {
+      throw new Error(
+        `an extra node joins a running environment with nodes: there is no pods' bridge ${bridgeName}`,
+      );
+    }
+    return new HostChanges(stateDir, { extraNode: true });
   }
 
   /** The bridge with the host's address, and the NAT chain that will hold each cluster's kubernetes Service. */
@@ -101,22 +133,9 @@ export class HostChanges {
 
   /** A pod's connection to `clusterIp`:443 reaches the apiserver's port on the host's bridge address. */
   routeKubernetesService(clusterIp: string, apiserverPort: number): void {
-    run('iptables', [
-      '-t',
-      'nat',
-      '-A',
-      natChain,
-      '-d',
-      `${clusterIp}/32`,
-      '-p',
-      'tcp',
-      '--dport',
-      '443',
-      '-j',
-      'DNAT',
-      '--to-destination',
-      `${hostAddress}:${apiserverPort}`,
-    ]);
+    this.#journal.routes = [...(this.#journal.routes ?? []), { clusterIp, apiserverPort }];
+    this.#save();
+    run('iptables', ['-t', 'nat', '-A', ...kubernetesServiceRule(clusterIp, apiserverPort)]);
   }
 
   /** A cgroup parent of one kubelet's pods in every v1 hierarchy, so kubelets never touch each other's pods. */
@@ -151,6 +170,16 @@ export function restoreHost(journalPath: string): void {
   // Processes first: the containers (in the kubelets' cgroups) and their shims (named after a containerd
   // socket in the state folder), which a run killed with SIGKILL leaves running.
   killProcesses(journal.cgroupRoots, path.dirname(journalPath));
+  if (journal.extraNode) {
+    for (const mount of mountsUnder([path.dirname(journalPath)]).reverse()) tryRun('umount', ['-l', mount]);
+    for (const { clusterIp, apiserverPort } of journal.routes ?? [])
+      tryRun('iptables', ['-t', 'nat', '-D', ...kubernetesServiceRule(clusterIp, apiserverPort)]);
+    for (const root of journal.cgroupRoots) {
+      for (const hierarchy of cgroupHierarchies()) removeCgroupTree(path.join(hierarchy, root));
+    }
+    rmSync(journalPath, { force: true });
+    return;
+  }
   // Then mounts: network namespaces and pod volumes under the fixed paths and the state folder.
   for (const mount of mountsUnder([...fixedPaths, path.dirname(journalPath)]).reverse()) {
     tryRun('umount', ['-l', mount]);
@@ -187,6 +216,23 @@ export function restoreHost(journalPath: string): void {
   }
   for (const p of journal.createdPaths) rmSync(p, { recursive: true, force: true });
   rmSync(journalPath, { force: true });
+}
+
+/** The NAT chain's rule (without its -A/-D) that sends a pod's `clusterIp`:443 to the apiserver's port. */
+function kubernetesServiceRule(clusterIp: string, apiserverPort: number): string[] {
+  return [
+    natChain,
+    '-d',
+    `${clusterIp}/32`,
+    '-p',
+    'tcp',
+    '--dport',
+    '443',
+    '-j',
+    'DNAT',
+    '--to-destination',
+    `${hostAddress}:${apiserverPort}`,
+  ];
 }
 
 function killProcesses(cgroupRoots: string[], stateDir: string): void {

@@ -28,6 +28,6 @@ test('on real nodes the chart gets the image built here, never pulled, and the o
     'image.pullPolicy=Never',
   ]);
   assert.equal(set.at(-1), 'image.tag=other');
-  // Nothing of the process runners' workarounds: the chart's own Service and webhook.
+  // Nothing of the workarounds for a hub that cannot reach pods: the chart's own Service and webhook.
   assert.ok(!set.some((v) => /hostPort|serviceExternalName|webhook\.url/.test(v)), set.join(' '));
 });

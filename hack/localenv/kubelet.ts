@@ -80,6 +80,10 @@ export async function startKubelet(supervisor: Supervisor, o: KubeletOptions): P
     imageGCHighThresholdPercent: 100,
     imageGCLowThresholdPercent: 99,
     volumePluginDir: path.join(o.dir, 'volume-plugins'),
+    // Each kubelet's own pod logs: in the shared /var/log/pods, each kubelet's garbage collection removes
+    // the folders of pods it does not know, the other nodes' (their containers then die on a write to
+    // stdout, and `kubectl logs` finds nothing).
+    podLogsDir: path.join(o.dir, 'pod-logs'),
     // Pod status reaches the apiserver sooner than the default 10 s: tests wait for it.
     nodeStatusUpdateFrequency: '4s',
     syncFrequency: '10s',

@@ -195,21 +195,35 @@ export async function joinManagedCluster(
     token: await bootstrapToken(hub),
   });
   const [registrationListen, workListen] = await freePorts(2);
-  const registrationAgent = supervisor.start(`${name}-ocm-registration-agent`, binaryPath('registration'), {
-    args: [
-      'agent',
-      `--spoke-cluster-name=${name}`,
-      `--agent-id=${name}-agent`,
-      `--bootstrap-kubeconfig=${bootstrapKubeconfig}`,
-      `--hub-kubeconfig-dir=${hubKubeconfigDir}`,
-      `--kubeconfig=${cluster.kubeconfig}`,
-      `--spoke-external-server-urls=${cluster.reachableServer}`,
-      `--namespace=${agentNamespace}`,
-      `--listen=127.0.0.1:${registrationListen}`,
-      '--disable-leader-election',
-    ],
-  });
-  const alive = () => registrationAgent.assertRunning();
+  const startRegistrationAgent = () =>
+    supervisor.start(`${name}-ocm-registration-agent`, binaryPath('registration'), {
+      args: [
+        'agent',
+        `--spoke-cluster-name=${name}`,
+        `--agent-id=${name}-agent`,
+        `--bootstrap-kubeconfig=${bootstrapKubeconfig}`,
+        `--hub-kubeconfig-dir=${hubKubeconfigDir}`,
+        `--kubeconfig=${cluster.kubeconfig}`,
+        `--spoke-external-server-urls=${cluster.reachableServer}`,
+        `--namespace=${agentNamespace}`,
+        `--listen=127.0.0.1:${registrationListen}`,
+        '--disable-leader-election',
+      ],
+    });
+  let registrationAgent = startRegistrationAgent();
+  // The registration agent exits (code 255) when it reads the hub kubeconfig it is still writing ("kubeconfig
+  // does not contains context"), a race of its bootstrap seen under load; in a cluster its kubelet restarts
+  // it and the next start finds the files whole. So here: restarted, as a kubelet would, a few times.
+  let restarts = 0;
+  const alive = () => {
+    if (registrationAgent.exit && restarts < 3 && registrationAgent.exit.code !== null) {
+      restarts++;
+      void registrationAgent.stop(); // exited already: marks the exit as handled
+      registrationAgent = startRegistrationAgent();
+      return;
+    }
+    registrationAgent.assertRunning();
+  };
 
   // Acceptance, as `clusteradm accept` does it. The agent creates its
   // ManagedCluster with the bootstrap identity, which it drops once its CSR is

@@ -19,7 +19,19 @@ import {
   SpdyConnection,
   type SpdyStream,
 } from './spdy.ts';
-import { collect } from './spdy-client.ts';
+
+/** Everything a readable yields until it ends or is torn down. */
+function collect(stream: SpdyStream | undefined): Promise<Buffer> {
+  if (!stream) return Promise.resolve(Buffer.alloc(0));
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  return new Promise((resolve) => {
+    const done = () => resolve(Buffer.concat(chunks));
+    if (stream.readableEnded || stream.destroyed) done();
+    stream.once('end', done);
+    stream.once('close', done);
+  });
+}
 
 /**
  * Frames written by moby/spdystream v0.5.1's spdy.Framer (the Go client that

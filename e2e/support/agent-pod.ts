@@ -1,0 +1,98 @@
+/**
+ * The addon agent's pod on a managed cluster: the kubelet of the cluster's node runs it from the
+ * Deployment the addon manager renders into its ManifestWork (manager/addon/deploy/agent-manifests.ts),
+ * found here by that Deployment's selector. Its /metrics is read at the pod's IP (this host reaches
+ * the pods' bridge) on the container's `http` port.
+ */
+import { waitFor } from '../../hack/localenv/wait.ts';
+import { agentLabels } from '../../manager/addon/deploy/agent-manifests.ts';
+import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+
+export const defaultInstallNamespace = 'open-cluster-management-agent-addon';
+
+export type Pod = KubeObject & {
+  metadata: { name: string; namespace: string; uid: string; deletionTimestamp?: string };
+  spec?: {
+    nodeName?: string;
+    containers?: { name: string; ports?: { name?: string; containerPort: number }[] }[];
+  };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string; reason?: string }[];
+    containerStatuses?: { name: string; ready: boolean; restartCount: number; containerID?: string }[];
+  };
+};
+
+/** The Deployment's selector (app.kubernetes.io/name and instance), as a labelSelector. */
+export function agentSelector(addon: string): string {
+  const labels = agentLabels({ name: addon });
+  return ['app.kubernetes.io/name', 'app.kubernetes.io/instance'].map((k) => `${k}=${labels[k]}`).join(',');
+}
+
+/** Every pod of the agent Deployment, terminating ones included. */
+export async function agentPods(
+  spoke: KubeClient,
+  addon: string,
+  namespace = defaultInstallNamespace,
+): Promise<Pod[]> {
+  const list = await spoke.list<Pod>(
+    `/api/v1/namespaces/${namespace}/pods?labelSelector=${encodeURIComponent(agentSelector(addon))}`,
+  );
+  return list.items;
+}
+
+export const isReady = (p: Pod): boolean =>
+  !p.metadata.deletionTimestamp &&
+  p.status?.phase === 'Running' &&
+  !!p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+
+/** Waits for the one agent pod that is Running, Ready and not terminating (others may still terminate). */
+export function readyAgentPod(
+  spoke: KubeClient,
+  addon: string,
+  { namespace = defaultInstallNamespace, timeoutMs = 120_000 } = {},
+): Promise<Pod> {
+  return waitFor(
+    `a Ready ${addon} agent pod in ${namespace}`,
+    async () => {
+      const ready = (await agentPods(spoke, addon, namespace)).filter(isReady);
+      if (ready.length > 1)
+        throw new Error(`${ready.length} Ready agent pods: ${ready.map((p) => p.metadata.name)}`);
+      return ready[0];
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}
+
+/** Waits until no pod of the agent Deployment is left, terminating ones included. */
+export function agentPodsGone(
+  spoke: KubeClient,
+  addon: string,
+  { namespace = defaultInstallNamespace, timeoutMs = 120_000 } = {},
+): Promise<true> {
+  return waitFor(
+    `every ${addon} agent pod in ${namespace} to be gone`,
+    async () => (await agentPods(spoke, addon, namespace)).length === 0,
+    { timeoutMs, intervalMs: 500 },
+  );
+}
+
+/** The pod's /metrics, at its IP and the container port named `http`. */
+export async function agentMetrics(pod: Pod): Promise<string> {
+  const port = pod.spec?.containers
+    ?.flatMap((c) => c.ports ?? [])
+    .find((p) => p.name === 'http')?.containerPort;
+  if (!pod.status?.podIP || !port) throw new Error(`pod ${pod.metadata.name} has no IP or no http port`);
+  const res = await fetch(`http://${pod.status.podIP}:${port}/metrics`, {
+    signal: AbortSignal.timeout(5_000),
+  });
+  if (res.status !== 200) throw new Error(`GET /metrics of pod ${pod.metadata.name}: HTTP ${res.status}`);
+  return res.text();
+}
+
+/** One series' value in Prometheus text (`name` with its labels, as written); NaN when absent. */
+export function seriesValue(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return Number(line?.split(' ').at(-1) ?? Number.NaN);
+}
