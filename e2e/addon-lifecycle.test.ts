@@ -25,18 +25,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import {
-  containerPids,
-  environmentPid,
-  type LocalAddon,
-  managerSelector,
-  type Pod,
-  podReady,
-  podsOf,
-  startAddon,
-} from '../hack/localenv/addon.ts';
+import { type LocalAddon, managerSelector, startAddon } from '../hack/localenv/addon.ts';
 import { managerNamespace, uninstallAddonManager } from '../hack/localenv/addon-manager.ts';
 import { processes } from '../hack/localenv/host-changes.ts';
+import { containerPids, type Pod, podReady, podsOf } from '../hack/localenv/pods.ts';
+import { environmentPid } from '../hack/localenv/supervisor.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import { observeDeployment } from '../manager/addon/availability/observe.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';

@@ -31,8 +31,8 @@ import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
-import { type Pod, podsOf } from '../hack/localenv/addon.ts';
 import { nodeChartValues } from '../hack/localenv/chart.ts';
+import { type Pod, podsOf } from '../hack/localenv/pods.ts';
 import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
 import {
   apiServiceName,

@@ -29,7 +29,7 @@ import { HostChanges, hostAddress } from '../hack/localenv/host-changes.ts';
 import { buildImages } from '../hack/localenv/images.ts';
 import { type LocalNode, startNode } from '../hack/localenv/node.ts';
 import { joinManagedCluster, type OcmHub } from '../hack/localenv/ocm.ts';
-import { Supervisor } from '../hack/localenv/supervisor.ts';
+import { environmentPid, Supervisor } from '../hack/localenv/supervisor.ts';
 import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
 import { loadCertificateAuthority } from '../shared/pki.ts';
@@ -94,20 +94,13 @@ async function environmentOcmHub(client: KubeClient): Promise<OcmHub> {
 /** The pid of the environment's gateway: the process of its supervisor serving the gateway's port. */
 function gatewayPid(): number {
   const env = environmentState();
-  const pids = readFileSync(path.join(env.stateDir, 'pids'), 'utf8').split('\n').map(Number);
-  const pid = pids.find((p) => {
-    try {
-      const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-      return (
-        argv.some((a) => a.endsWith(path.join('manager', 'gateway', 'main.ts'))) &&
-        argv.includes(`--secure-port=${env.gateway?.port}`)
-      );
-    } catch {
-      return false;
-    }
-  });
-  if (!pid) throw new Error('the environment gateway process was not found');
-  return pid;
+  return environmentPid(
+    env.stateDir,
+    'the environment gateway process',
+    (argv) =>
+      argv.some((a) => a.endsWith(path.join('manager', 'gateway', 'main.ts'))) &&
+      argv.includes(`--secure-port=${env.gateway?.port}`),
+  );
 }
 
 /** A kubectl that keeps running (watch, logs -f): its output with the time each chunk arrived. */

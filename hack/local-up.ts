@@ -13,7 +13,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { apiServiceName, apiServicePath } from '../manager/addon/gateway-deploy/names.ts';
 import { binaryPath, repoRoot } from './localenv/binaries.ts';
-import { defaultNamespace, defaultRelease, type InstalledChart, installChart } from './localenv/chart.ts';
+import { defaultNamespace, defaultRelease, installChart } from './localenv/chart.ts';
 import { startEnvironment } from './localenv/environment.ts';
 import { waitFor } from './localenv/wait.ts';
 
@@ -61,20 +61,14 @@ async function tool(name: 'kubectl' | 'clusteradm', ...args: string[]): Promise<
   }
 }
 
-let chart: InstalledChart | undefined;
 let stage = 'helm install';
 let tables = '';
 try {
   log(
     `[${elapsed()}] helm install ${defaultRelease} charts/cluster-gateway --namespace ${defaultNamespace} --create-namespace (local values: hack/localenv/chart.ts)`,
   );
-  chart = await installChart({
-    hub: env.hub,
-    managed: env.managed,
-    stateDir,
-    log,
-    ...(env.images ? { images: env.images } : {}),
-  });
+  if (!env.images) throw new Error('the environment has no nodes to run the chart');
+  await installChart({ hub: env.hub, images: env.images });
   stage = 'clusteradm addon enable';
   log(`[${elapsed()}] clusteradm addon enable --names ${addonName} --clusters ${clusters.join(',')}`);
   await tool('clusteradm', 'addon', 'enable', '--names', addonName, '--clusters', clusters.join(','));
@@ -123,12 +117,11 @@ try {
   console.error(
     `logs: kubectl logs for the addon manager, the gateway and the agents (pods); the control planes and nodes in ${rel(env.supervisor.logDir)}/`,
   );
-  await chart?.stop();
   await env.stop();
   process.exit(1);
 }
 
-const installed = chart;
+const installed = { release: defaultRelease, namespace: defaultNamespace };
 log(`\n[${elapsed()}] ready: the ${addonName} addon is Available on ${clusters.join(', ')}\n`);
 log(tables);
 log('\nKubeconfigs:');
@@ -158,9 +151,6 @@ setInterval(() => {
     env.supervisor.assertAllRunning();
   } catch (err) {
     console.error(`\n${(err as Error).message}`);
-    void installed
-      .stop()
-      .then(() => env.stop())
-      .then(() => process.exit(1));
+    void env.stop().then(() => process.exit(1));
   }
 }, 2000);

@@ -42,7 +42,7 @@ const env = await startEnvironment({
 });
 try {
   const images = env.images!;
-  await installChart({ hub: env.hub, managed: env.managed, stateDir, images });
+  await installChart({ hub: env.hub, images });
   execFileSync(binaryPath('clusteradm'), [
     'addon',
     'enable',

@@ -4,25 +4,15 @@
  * found here by that Deployment's selector. Its /metrics is read at the pod's IP (this host reaches
  * the pods' bridge) on the container's `http` port.
  */
+import { type Pod, podReady, podsOf } from '../../hack/localenv/pods.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
+
+export type { Pod };
+
 import { agentLabels } from '../../manager/addon/deploy/agent-manifests.ts';
-import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import type { KubeClient } from '../../shared/kube/client.ts';
 
 export const defaultInstallNamespace = 'open-cluster-management-agent-addon';
-
-export type Pod = KubeObject & {
-  metadata: { name: string; namespace: string; uid: string; deletionTimestamp?: string };
-  spec?: {
-    nodeName?: string;
-    containers?: { name: string; ports?: { name?: string; containerPort: number }[] }[];
-  };
-  status?: {
-    phase?: string;
-    podIP?: string;
-    conditions?: { type: string; status: string; reason?: string }[];
-    containerStatuses?: { name: string; ready: boolean; restartCount: number; containerID?: string }[];
-  };
-};
 
 /** The Deployment's selector (app.kubernetes.io/name and instance), as a labelSelector. */
 export function agentSelector(addon: string): string {
@@ -36,16 +26,8 @@ export async function agentPods(
   addon: string,
   namespace = defaultInstallNamespace,
 ): Promise<Pod[]> {
-  const list = await spoke.list<Pod>(
-    `/api/v1/namespaces/${namespace}/pods?labelSelector=${encodeURIComponent(agentSelector(addon))}`,
-  );
-  return list.items;
+  return podsOf(spoke, namespace, agentSelector(addon));
 }
-
-export const isReady = (p: Pod): boolean =>
-  !p.metadata.deletionTimestamp &&
-  p.status?.phase === 'Running' &&
-  !!p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 
 /** Waits for the one agent pod that is Running, Ready and not terminating (others may still terminate). */
 export function readyAgentPod(
@@ -56,7 +38,7 @@ export function readyAgentPod(
   return waitFor(
     `a Ready ${addon} agent pod in ${namespace}`,
     async () => {
-      const ready = (await agentPods(spoke, addon, namespace)).filter(isReady);
+      const ready = (await agentPods(spoke, addon, namespace)).filter(podReady);
       if (ready.length > 1)
         throw new Error(`${ready.length} Ready agent pods: ${ready.map((p) => p.metadata.name)}`);
       return ready[0];

@@ -4,8 +4,9 @@
  * greets each connection with "hello from the pod" and echoes what it reads (for `port-forward`). The
  * image's Debian base has `sh`, `echo` and `cat` (for `exec`).
  */
+import { type Pod, podReady } from '../../hack/localenv/pods.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
-import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
+import type { KubeClient } from '../../shared/kube/client.ts';
 import { environmentState } from './environment.ts';
 
 export interface Workload {
@@ -23,11 +24,6 @@ setInterval(() => console.log('log line ' + ++n), 1000);
 require('node:net').createServer((s) => { s.on('error', () => {}); s.write('hello from the pod\\n'); s.pipe(s); }).listen(8080);
 process.on('SIGTERM', () => process.exit(0));
 `;
-
-type Pod = KubeObject & {
-  spec?: { nodeName?: string };
-  status?: { phase?: string; conditions?: { type: string; status: string }[] };
-};
 
 export async function startWorkload(
   spoke: KubeClient,
@@ -75,8 +71,7 @@ export async function startWorkload(
     `pod ${pod.namespace}/${pod.name} Ready on its node`,
     async () => {
       const p = await spoke.getOptional<Pod>(podPath);
-      const isReady = p?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-      return isReady ? p : undefined;
+      return p && podReady(p) ? p : undefined;
     },
     { timeoutMs: 60_000 },
   );

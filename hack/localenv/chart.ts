@@ -12,7 +12,6 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { KubeClient } from '../../shared/kube/client.ts';
-import type { AddonCluster } from './addon.ts';
 import { binaryPath, repoRoot } from './binaries.ts';
 import { type BuiltImages, imageValues } from './images.ts';
 import { waitFor } from './wait.ts';
@@ -65,17 +64,12 @@ export async function helm(kubeconfig: string, ...args: string[]): Promise<strin
 
 export interface ChartInstallOptions {
   hub: { client: KubeClient; kubeconfig: string };
-  /** The managed clusters (their agents come from the ManifestWorks: nothing to do on them here). */
-  managed?: AddonCluster[];
-  /** The environment's state folder (nothing of the chart's is written there). */
-  stateDir?: string;
   release?: string;
   namespace?: string;
   /** More `--set` values (after the node ones). */
   overrides?: string[];
-  /** The image the environment's nodes hold (Environment.images): the chart runs it. Required. */
-  images?: Pick<BuiltImages, 'image'>;
-  log?: (line: string) => void;
+  /** The image the environment's nodes hold (Environment.images): the chart runs it. */
+  images: Pick<BuiltImages, 'image'>;
 }
 
 export interface InstalledChart {
@@ -83,8 +77,6 @@ export interface InstalledChart {
   namespace: string;
   /** helm's output (the chart's NOTES.txt). */
   notes: string;
-  /** Nothing to stop: the kubelets run the pods, and the release stays (the environment's state is wiped at start). */
-  stop(): Promise<void>;
 }
 
 /**
@@ -95,11 +87,7 @@ export interface InstalledChart {
 export async function installChart(options: ChartInstallOptions): Promise<InstalledChart> {
   const release = options.release ?? defaultRelease;
   const namespace = options.namespace ?? defaultNamespace;
-  const images = options.images;
-  if (!images)
-    throw new Error(
-      'installChart: the environment has no nodes to run the chart (start it with nodes: true)',
-    );
+  const { images } = options;
   const notes = await helm(
     options.hub.kubeconfig,
     'install',
@@ -119,7 +107,7 @@ export async function installChart(options: ChartInstallOptions): Promise<Instal
       ),
     { timeoutMs: 60_000 },
   );
-  return { release, namespace, notes, stop: async () => {} };
+  return { release, namespace, notes };
 }
 
 /** The addon's name: the chart's default unless an override sets addon.name. */

@@ -168,3 +168,21 @@ function killLeftovers(pidFile: string): void {
     if (Number.isInteger(pid) && pid > 0) killGroup(pid, 'SIGKILL');
   }
 }
+
+/**
+ * The host pid of a process of the environment (its pid file, written by the supervisor of another
+ * process: the global setup's) whose command line matches `match`.
+ */
+export function environmentPid(stateDir: string, what: string, match: (args: string[]) => boolean): number {
+  const pids = readFileSync(path.join(stateDir, 'pids'), 'utf8').split('\n').filter(Boolean).map(Number);
+  for (const pid of pids) {
+    let cmdline = '';
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (match(cmdline.split('\0'))) return pid;
+  }
+  throw new Error(`${what} is not among the environment's processes`);
+}
