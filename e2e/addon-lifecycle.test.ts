@@ -465,18 +465,44 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
   });
 
   test("cluster1's kube-apiserver stopped: Available False with its cause; started: True again", async () => {
-    // Start from a settled state: the agent restarted by the test before renews its heartbeat before its
-    // Deployment reports it available, and the work agent's feedback of that gap must not land inside
-    // this test's window and be taken for the stopped apiserver's doing.
+    // Start from a settled state. The agent restarted by the test before renews its heartbeat before its
+    // readiness probe passes, and the work agent copies the Deployment's status to the hub from its own
+    // cache every 10 s (OCM's work agent, --status-sync-interval): a hub-side 'available' can be the value
+    // from before that restart, with 'unavailable' still in the work agent's cache, ready to be reported
+    // once this test has frozen the apiserver (it was, in one CI run). So: the Deployment available on
+    // cluster1 itself first, then its feedback available on the hub through one whole sync period after.
+    const [deployNamespace, deployName] = agentDeployment.split('/') as [string, string];
     await waitFor(
-      "cluster1's agent Deployment available in the ManifestWork's feedback",
+      "cluster1's agent Deployment available on cluster1",
+      async () => {
+        const d = await spoke('cluster1').get<{
+          metadata: { generation?: number };
+          spec?: { replicas?: number };
+          status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number };
+        }>(`/apis/apps/v1/namespaces/${deployNamespace}/deployments/${deployName}`);
+        const want = d.spec?.replicas ?? 1;
+        return (
+          d.status?.observedGeneration === d.metadata.generation &&
+          d.status?.availableReplicas === want &&
+          d.status?.updatedReplicas === want
+        );
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    const statusSyncMs = 10_000;
+    let availableSince: number | undefined;
+    await waitFor(
+      "the agent Deployment available in the ManifestWork's feedback for a whole status sync period",
       async () => {
         const work = await hub.getOptional<NonNullable<Parameters<typeof observeDeployment>[0]>>(
           workPath('cluster1'),
         );
-        return (
-          observeDeployment(work, ...(agentDeployment.split('/') as [string, string])).state === 'available'
-        );
+        if (observeDeployment(work, deployNamespace, deployName).state !== 'available') {
+          availableSince = undefined;
+          return false;
+        }
+        availableSince ??= Date.now();
+        return Date.now() - availableSince > statusSyncMs + 1_000;
       },
       { timeoutMs: 60_000, intervalMs: 200 },
     );
