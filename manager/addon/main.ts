@@ -15,6 +15,7 @@ import pino from 'pino';
 import { optionsOrExit } from '../../shared/cli-flags.ts';
 import { KubeClient } from '../../shared/kube/client.ts';
 import { Informer } from '../../shared/kube/informer.ts';
+import { KubeLeaseLock, LeaderElector, leaderIdentity } from '../../shared/kube/leader-election.ts';
 import {
   AvailabilityController,
   clusterGatewaysPath,
@@ -42,7 +43,6 @@ import { DeployController } from './deploy/deploy-controller.ts';
 import { agentValues, deploymentConfigRef, installNamespace } from './deploy/deployment-config.ts';
 import { setUpGatewayDeploy } from './gateway-deploy/setup.ts';
 import { startHttpServers } from './http.ts';
-import { KubeLeaseLock, LeaderElector, leaderIdentity } from './leader-election.ts';
 import { helpText, parseOptions } from './options.ts';
 import type { CertificateSigningRequest } from './registration/csr-approval.ts';
 import { CsrApprover, csrCollectionPath, csrLabelSelector } from './registration/csr-approver.ts';

@@ -8,7 +8,8 @@ import pino from 'pino';
 import { optionsOrExit } from '../../shared/cli-flags.ts';
 import type { KubeObject } from '../../shared/kube/client.ts';
 import { KubeClient } from '../../shared/kube/client.ts';
-import { Informer } from '../../shared/kube/informer.ts';
+import { Informer, type InformerHandlers } from '../../shared/kube/informer.ts';
+import { createFreshRead } from './api/fresh-read.ts';
 import { parseAuthenticationConfig, trustedClientCAs } from './auth/authentication-config.ts';
 import { ClientCertAuthenticator } from './auth/client-cert.ts';
 import { proxiedRequestAttributesIfValid } from './auth/request-attributes.ts';
@@ -17,11 +18,17 @@ import { SubjectAccessReviewAuthorizer } from './auth/sar-authorizer.ts';
 import { TokenReviewAuthenticator } from './auth/token-review.ts';
 import { UnionAuthenticator } from './auth/union.ts';
 import { ExecRefresher } from './clusters/exec-refresher.ts';
-import { ManagedClusterSource, trustedManagedClusterHealth } from './clusters/managedcluster-source.ts';
+import { labelCredentialType, labelEndpointType } from './clusters/keys.ts';
+import {
+  ManagedClusterSource,
+  managedClusterPath,
+  trustedManagedClusterHealth,
+} from './clusters/managedcluster-source.ts';
 import { ClusterRegistry } from './clusters/registry.ts';
 import { SecretSource } from './clusters/secret-source.ts';
 import { HealthAnnotationStore } from './health/annotation-store.ts';
 import { HealthProber } from './health/prober.ts';
+import { startProberLeadership } from './health/prober-leader.ts';
 import { logProxiedRequest } from './identity/access-log.ts';
 import { startProxyIdentity } from './identity/setup.ts';
 import { MemoryTrimmer, takeCollector } from './memory-trim.ts';
@@ -37,6 +44,7 @@ import { createClusterPools, createClusterProxy } from './proxy/index.ts';
 import { createRoutes } from './routes.ts';
 import { ServingEndpoint } from './serving.ts';
 import { createAttachHandler } from './tunnel/attach.ts';
+import { leaseLabel, leaseName, leasesPath } from './tunnel/leases.ts';
 import { exposeTunnels } from './tunnel/metrics.ts';
 import { TunnelRegistry } from './tunnel/registry.ts';
 import { setUpReplicaSharing } from './tunnel/replica-setup.ts';
@@ -181,15 +189,45 @@ registry.subscribe((event) => {
 setUpstreamConnectionsSource(() => proxy.stats().perCluster);
 enableProcessMetrics();
 
-const prober = options.featureGates.HealthinessCheck ? createProber() : undefined;
-if (prober) setHealthProberSource(() => ({ tracked: prober.tracked, unprobed: prober.unprobed }));
+// Health marks (PUT/PATCH clustergateways/{name}/health) and the prober's verdicts: annotations on the
+// cluster's Secret (or ManagedCluster), so every replica shows the same (health/annotation-store.ts).
+// Both Secret informers: a no-credential tunnel cluster's Secret is in the second.
+const clusterSecrets = {
+  get: (key: string) => secrets.informer.get(key) ?? secrets.noCredential.get(key),
+  on: (handlers: InformerHandlers<KubeObject>) => {
+    const offs = [secrets.informer.on(handlers), secrets.noCredential.on(handlers)];
+    return () => {
+      for (const off of offs) off();
+    };
+  },
+};
+const healthStore = new HealthAnnotationStore({
+  client: hub,
+  secretNamespace: options.secretNamespace,
+  secrets: clusterSecrets,
+  managedClusters: managedClusters?.informer,
+  log,
+});
+let prober: HealthProber | undefined;
+setHealthProberSource(() => ({ tracked: prober?.tracked ?? 0, unprobed: prober?.unprobed ?? 0 }));
 
 function createProber(): HealthProber {
   return new HealthProber({
     list: () => registry.list(),
     setHealth: (name, health) => {
       recordHealthProbe(health.healthy);
-      registry.setHealth(name, health);
+      healthStore
+        .recordProbe(name, health)
+        .then((outcome) => {
+          // Only its tunnel stands for this cluster: the verdict stays this replica's own.
+          if (outcome === 'nowhere') registry.setHealth(name, health);
+        })
+        .catch((err: Error) =>
+          log.warn(
+            { cluster: name, err: err.message },
+            'cannot record the probe verdict; the next probe retries',
+          ),
+        );
     },
     // Only an accepted, joined ManagedCluster may mark its cluster unavailable (see managedcluster-source.ts).
     managedClusterHealth: (name) => {
@@ -227,6 +265,26 @@ function replicaSharing() {
   }
 }
 const sharing = replicaSharing();
+// Several replicas: the holder of the prober Lease probes (health/prober-leader.ts); alone, this one does.
+const proberLeadership =
+  sharing && options.tunnelPeers
+    ? startProberLeadership({
+        hub,
+        namespace: options.tunnelPeers.leaseNamespace,
+        identity: replica,
+        log,
+        onStartedLeading: (signal) => {
+          if (!options.featureGates.HealthinessCheck) return;
+          const leading = createProber();
+          prober = leading;
+          leading.start();
+          signal.addEventListener('abort', () => {
+            leading.stop();
+            if (prober === leading) prober = undefined;
+          });
+        },
+      })
+    : undefined;
 const tunnels = options.agentTunnels
   ? new TunnelRegistry({ sink: sharing?.sink ?? registry, replica })
   : undefined;
@@ -240,8 +298,49 @@ if (sharing && tunnels) {
     });
 }
 
+// A GET of one ClusterGateway reads what the hub holds now (api/fresh-read.ts), wherever the
+// aggregator sends it.
+const secretPath = `/api/v1/namespaces/${encodeURIComponent(options.secretNamespace)}/secrets`;
+const freshRead = createFreshRead({
+  hub,
+  sources: [
+    {
+      path: (name) => `${secretPath}/${encodeURIComponent(name)}`,
+      cached: (name) => clusterSecrets.get(`${options.secretNamespace}/${name}`)?.metadata?.resourceVersion,
+      selects: (secret) => {
+        const labels = secret.metadata?.labels ?? {};
+        return labels[labelCredentialType] !== undefined || labels[labelEndpointType] === 'ClusterProxy';
+      },
+    },
+    ...(managedClusters
+      ? [
+          {
+            path: (name: string) => `${managedClusterPath}/${encodeURIComponent(name)}`,
+            cached: (name: string) => managedClusters?.informer.get(name)?.metadata?.resourceVersion,
+            selects: () => true,
+          },
+        ]
+      : []),
+    ...(sharing && options.tunnelPeers
+      ? [
+          {
+            path: (name: string) =>
+              `${leasesPath(options.tunnelPeers?.leaseNamespace ?? '')}/${leaseName(name)}`,
+            cached: (name: string) =>
+              sharing.leases.get(`${options.tunnelPeers?.leaseNamespace}/${leaseName(name)}`)?.metadata
+                ?.resourceVersion,
+            selects: (lease: KubeObject) => lease.metadata?.labels?.[leaseLabel] !== undefined,
+          },
+        ]
+      : []),
+  ],
+  onHubError: (err) =>
+    log.debug({ err: (err as Error).message }, 'freshness check of a GET failed; answering from the cache'),
+});
+
 const routes = createRoutes({
   directory: registry,
+  freshRead,
   authenticator,
   authorizer,
   proxy,
@@ -251,14 +350,7 @@ const routes = createRoutes({
   identity: proxyIdentity.identity,
   accessLog: log,
   rejectUnhealthy: options.rejectUnhealthy,
-  // PUT/PATCH clustergateways/{name}/health: annotations on the cluster's Secret (or ManagedCluster).
-  health: new HealthAnnotationStore({
-    client: hub,
-    secretNamespace: options.secretNamespace,
-    secrets: secrets.informer,
-    managedClusters: managedClusters?.informer,
-    log,
-  }),
+  health: healthStore,
   log,
   ...(tunnels
     ? {
@@ -277,7 +369,10 @@ log.info(
   { port, secretNamespace: options.secretNamespace, ocmIntegration: options.ocmIntegration },
   'serving',
 );
-prober?.start();
+if (!proberLeadership && options.featureGates.HealthinessCheck) {
+  prober = createProber();
+  prober.start();
+}
 
 // V8 keeps the pages a burst freed (a restart, a mass deletion) until a memory-reducing collection.
 const memoryTrimmer = new MemoryTrimmer({
@@ -300,6 +395,7 @@ if (!memoryTrimmer.enabled)
 const shutdown = async (signal: string) => {
   log.info({ signal }, 'shutting down');
   prober?.stop();
+  const handedOver = proberLeadership?.stop();
   memoryTrimmer.stop();
   secrets.stop();
   execRefresher?.stop();
@@ -310,6 +406,7 @@ const shutdown = async (signal: string) => {
   const drained = tunnels?.drainAll(5_000);
   await endpoint.close();
   await drained;
+  await handedOver;
   await sharing?.stop();
   proxy.close();
   hub.close();

@@ -18,7 +18,7 @@ import { type HealthMarkStore, readRequestBody, writeClusterGatewayHealth } from
 import { openApiResponse } from './api/openapi.ts';
 import { getClusterGateway, listClusterGateways, notFound, notSynced } from './api/read.ts';
 import { errorResponse, writeResponse } from './api/response.ts';
-import { serveWatch, type WatchHistory } from './api/watch.ts';
+import { serveWatch } from './api/watch.ts';
 import type { Authenticator, AuthorizationAttributes, Authorizer } from './auth/contracts.ts';
 import { proxiedRequestAttributes, requestAttributes } from './auth/request-attributes.ts';
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
@@ -36,7 +36,7 @@ import { matchClusterGatewayPath, parseProxyPath, writeStatusToSocket } from './
 import { matchAttachPath } from './tunnel/attach.ts';
 
 export interface RouteDeps {
-  directory: ClusterDirectory & Partial<WatchHistory>;
+  directory: ClusterDirectory;
   authenticator: Authenticator;
   authorizer: Authorizer;
   proxy: ClusterProxy;
@@ -54,6 +54,11 @@ export interface RouteDeps {
   rejectUnhealthy: boolean;
   /** Where PUT/PATCH of clustergateways/{name}/health record a health mark; without it they are 405. */
   health?: HealthMarkStore;
+  /**
+   * Waits until this replica's caches hold what the hub holds for a cluster (api/fresh-read.ts):
+   * before a GET of one ClusterGateway and before a health write checks its resourceVersion.
+   */
+  freshRead?: (name: string) => Promise<void>;
   log: { warn(obj: object, msg: string): void; debug(obj: object, msg: string): void };
   /** Agent tunnels: upgrades on clustergateways/{name}/attach (tunnel/attach.ts); without it they are 400. */
   tunnel?: {
@@ -127,6 +132,7 @@ export function createRoutes(deps: RouteDeps) {
       deps.health
     ) {
       const body = await readRequestBody(req);
+      await deps.freshRead?.(route.name);
       return writeResponse(
         res,
         await writeClusterGatewayHealth(deps.directory, deps.health, {
@@ -156,11 +162,12 @@ export function createRoutes(deps: RouteDeps) {
         res.once('close', () => abort.abort());
         return serveWatch(deps.directory, res, { ...readRequest, signal: abort.signal });
       }
-      return writeResponse(res, listClusterGateways(deps.directory, readRequest));
+      return writeResponse(res, await listClusterGateways(deps.directory, readRequest));
     }
     if (route.subresource && route.subresource !== 'health') {
       throw new StatusError(failureStatus(404, `clustergateways have no subresource "${route.subresource}"`));
     }
+    await deps.freshRead?.(route.name);
     return writeResponse(res, getClusterGateway(deps.directory, route.name, readRequest));
   }
 

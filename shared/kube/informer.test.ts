@@ -362,3 +362,37 @@ test('withQuery, objectKey and watch ERROR conversion', () => {
   assert.equal(err.reason, 'Expired');
   assert.equal(watchErrorToStatusError(undefined).code, 500);
 });
+
+test('onSync reports each version applied, and handlers already read the version of their change', async () => {
+  const client = new FakeClient();
+  client.lists.push({ metadata: { resourceVersion: '10' }, items: [obj('a', '5', 'ns')] });
+  client.watches.push({
+    events: [
+      { type: 'MODIFIED', object: obj('a', '11', 'ns') },
+      { type: 'DELETED', object: obj('a', '12', 'ns') },
+      { type: 'BOOKMARK', object: { metadata: { resourceVersion: '20' } } },
+    ],
+  });
+  const informer = new Informer(client, { path: '/api/v1/namespaces/ns/secrets', ...fastOptions() });
+  const seen: string[] = [];
+  informer.on({
+    onAdd: () => seen.push(`add at ${informer.resourceVersion}`),
+    onUpdate: () => seen.push(`update at ${informer.resourceVersion}`),
+    onDelete: () => seen.push(`delete at ${informer.resourceVersion}`),
+    onSync: (rv) => seen.push(`sync ${rv}`),
+  });
+  informer.start();
+  await until(() => informer.resourceVersion === '20', 'bookmark');
+  informer.stop();
+  assert.deepEqual(seen, [
+    'add at 10',
+    'sync 10',
+    'update at 11',
+    'sync 11',
+    'delete at 12',
+    'sync 12',
+    'sync 20',
+  ]);
+  const watch = new URL(client.watchPaths[0] ?? '', 'https://x');
+  assert.equal(watch.searchParams.get('allowWatchBookmarks'), 'true');
+});

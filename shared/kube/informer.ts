@@ -42,6 +42,13 @@ export interface InformerHandlers<T extends KubeObject> {
   onAdd?(obj: T): void;
   onUpdate?(oldObj: T, newObj: T): void;
   onDelete?(obj: T): void;
+  /**
+   * Everything up to `resourceVersion` is applied (after a list, an event or a bookmark). While the
+   * add/update/delete handlers run, `informer.resourceVersion` is already the version of the change
+   * they are told about: for a deletion, the revision that deleted the object (or the list's, when a
+   * relist found it gone).
+   */
+  onSync?(resourceVersion: string): void;
 }
 
 export type InformerPhase = 'list' | 'watch' | 'handler';
@@ -279,9 +286,10 @@ export class Informer<T extends KubeObject = KubeObject> {
       return 'absent';
     }
     this.#absent = false;
-    this.#replace(listed.items);
     this.#resourceVersion = listed.resourceVersion;
+    this.#replace(listed.items);
     this.#markSynced();
+    this.#synced();
     return 'listed';
   }
 
@@ -342,6 +350,9 @@ export class Informer<T extends KubeObject = KubeObject> {
         labelSelector: this.#labelSelector,
         fieldSelector: this.#fieldSelector,
         resourceVersion: this.#resourceVersion,
+        // Bookmarks move resourceVersion on while nothing changes (about once a minute): a relist
+        // after a dropped watch then starts from a recent version, and onSync reports progress.
+        allowWatchBookmarks: 'true',
         timeoutSeconds,
       });
       for await (const event of this.#client.watch<T>(path, controller.signal)) {
@@ -368,8 +379,9 @@ export class Informer<T extends KubeObject = KubeObject> {
   #apply(event: WatchEvent<T>): void {
     if (event.type === 'ERROR') throw watchErrorToStatusError(event.object);
     const rv = event.object?.metadata?.resourceVersion;
+    if (rv) this.#resourceVersion = rv;
     if (event.type === 'BOOKMARK') {
-      if (rv) this.#resourceVersion = rv;
+      this.#synced();
       return;
     }
     const obj = event.object;
@@ -385,7 +397,12 @@ export class Informer<T extends KubeObject = KubeObject> {
       if (old) this.#emit((h) => h.onUpdate?.(old, obj));
       else this.#emit((h) => h.onAdd?.(obj));
     }
-    if (rv) this.#resourceVersion = rv;
+    this.#synced();
+  }
+
+  #synced(): void {
+    const rv = this.#resourceVersion;
+    if (rv) this.#emit((h) => h.onSync?.(rv));
   }
 
   /** Makes the store equal to a fresh list, emitting only the differences. */

@@ -7,7 +7,13 @@ export interface KubeStatus {
   message: string;
   reason: string;
   code: number;
-  details?: { name?: string; group?: string; kind?: string };
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    causes?: Array<{ reason?: string; message?: string; field?: string }>;
+    retryAfterSeconds?: number;
+  };
 }
 
 const reasons: Record<number, string> = {

@@ -8,6 +8,7 @@ import type { ClusterTarget } from '../clusters/cluster.ts';
 import type { ClusterProxy } from '../proxy/index.ts';
 import { createRoutes } from '../routes.ts';
 import { type HealthMark, type HealthMarkStore, writeClusterGatewayHealth } from './health-write.ts';
+import { getClusterGateway } from './read.ts';
 import { FakeDirectory, target } from './test-fixtures.ts';
 
 /** Records marks by applying them to the directory, as the informer round trip would. */
@@ -293,4 +294,26 @@ test('through the routes: authorized as update/patch on clustergateways/health; 
   } finally {
     server.close();
   }
+});
+
+test('a write answers with what was written, as the original does, even where the merged view differs', async () => {
+  const { directory, store, write } = setup();
+  // The store records the mark, but the prober says otherwise: what a later GET shows.
+  store.record = async (name, mark, options) => {
+    store.calls.push({ name, mark, conditional: options.conditional });
+    const current = directory.clusters.get(name) as ClusterTarget;
+    directory.clusters.set(name, {
+      ...current,
+      resourceVersion: String(Number(current.resourceVersion) + 1),
+      health: { healthy: false, reason: 'Get "https://127.0.0.1:1/healthz": connect ECONNREFUSED' },
+    });
+  };
+  const answer = await write('PUT', object({ healthy: true, healthyReason: 'checked by hand' }));
+  assert.equal(answer.status, 200);
+  assert.deepEqual(json(answer).status, { healthy: true, healthyReason: 'checked by hand' });
+  assert.equal(json(answer).metadata.resourceVersion, '101', 'at the version of the write');
+  const later = getClusterGateway(directory, 'c1', { query: new URLSearchParams() });
+  assert.equal(JSON.parse(later.body).status.healthy, false, 'a later read shows the merged view');
+  const noReason = await write('PUT', object({ healthy: false }));
+  assert.deepEqual(json(noReason).status, { healthy: false });
 });

@@ -18,13 +18,20 @@
  *   ClusterGateway, is a 400 and a too long reason a 422, each saying what to fix;
  * - dryRun=All validates without recording.
  * The response is the ClusterGateway once this replica's directory shows
- * the change, so a GET right after it reads it back.
+ * the change (its new resourceVersion), with the status that was written,
+ * as the original answers: its own e2e suite PUTs `healthy: true` and
+ * expects to read `true` back. A later GET shows the merged view, where an
+ * operator's unhealthy mark wins over the prober and the prober over a
+ * healthy mark (clusters/health-precedence.ts, docs/install.md "Health").
+ * The caller checks the resourceVersion after api/fresh-read.ts, so a version
+ * another replica handed out is compared with what the hub holds now.
  */
 import type { IncomingMessage } from 'node:http';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import type { ClusterDirectory } from '../clusters/cluster.ts';
 import { renderClusterGateway } from './clustergateway.ts';
 import { group, groupVersion, kind, resource } from './names.ts';
+import { negotiateRepresentation } from './negotiate.ts';
 import { applyPatch, patchContentTypes, patchTypeOf } from './patch.ts';
 import { getClusterGateway, notFound, notSynced } from './read.ts';
 import { type ApiResponse, errorResponse, jsonResponse } from './response.ts';
@@ -99,7 +106,18 @@ export async function writeClusterGatewayHealth(
       return jsonResponse(current);
     }
     await store.record(name, mark, { conditional });
-    return getClusterGateway(directory, name, { query: request.query, accept: request.accept });
+    const written = directory.get(name);
+    if (!written || negotiateRepresentation(request.accept, 'object').as !== 'object') {
+      return getClusterGateway(directory, name, { query: request.query, accept: request.accept });
+    }
+    const answer = renderClusterGateway(written);
+    answer.status = {
+      ...answer.status,
+      healthy: mark.healthy,
+      ...(mark.reason ? { healthyReason: mark.reason } : {}),
+    };
+    if (!mark.reason) delete answer.status.healthyReason;
+    return jsonResponse(answer);
   } catch (err) {
     return errorResponse(err);
   }

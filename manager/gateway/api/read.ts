@@ -15,6 +15,7 @@ import { group, resource } from './names.ts';
 import { negotiateRepresentation, type Representation } from './negotiate.ts';
 import { type ApiResponse, errorResponse, jsonResponse } from './response.ts';
 import { parseIncludeObject, partialObjectMetadata, renderTable } from './table.ts';
+import { awaitVersion, invalidVersion, parseVersion, tooOld } from './versions.ts';
 
 export interface ReadRequest {
   query: URLSearchParams;
@@ -55,12 +56,29 @@ export function getClusterGateway(
   }
 }
 
-/** GET /apis/cluster.core.oam.dev/v1alpha1/clustergateways (without watch). */
-export function listClusterGateways(directory: ClusterDirectory, request: ReadRequest): ApiResponse {
+/**
+ * GET /apis/cluster.core.oam.dev/v1alpha1/clustergateways (without watch), from the cache, at a
+ * version a watch on any replica can start from. A resourceVersion given is "not older than" (the
+ * default and NotOlderThan: waited for, api/versions.ts) or Exact (served only when it is the
+ * current one: there is no older state to serve, so an older one is 410 Gone).
+ */
+export async function listClusterGateways(
+  directory: ClusterDirectory,
+  request: ReadRequest,
+): Promise<ApiResponse> {
   try {
     const representation = negotiateRepresentation(request.accept, 'list');
     const options = parseListOptions(request.query);
     if (!directory.synced) throw notSynced();
+    const rv = options.resourceVersion;
+    if (rv !== '' && rv !== '0') {
+      const wanted = parseVersion(rv);
+      if (wanted === undefined) throw invalidVersion(rv);
+      await awaitVersion(directory, wanted);
+      if (options.resourceVersionMatch === 'Exact' && Number(directory.version) !== wanted) {
+        throw tooOld(rv, directory.version);
+      }
+    }
     // Read the version first: a concurrent change then shows up as an event after it.
     const version = directory.version;
     const clusters = directory

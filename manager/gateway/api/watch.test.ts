@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { test } from 'node:test';
-import type { ClusterEvent } from '../clusters/cluster.ts';
+import type { HistoryAnswer } from '../clusters/cluster.ts';
 import type { StreamResponse } from './response.ts';
 import { FakeDirectory, target, token } from './test-fixtures.ts';
 import { serveWatch } from './watch.ts';
@@ -97,13 +97,17 @@ test('selectors turn objects that stop or start matching into DELETED and ADDED'
 
 test('a list resourceVersion resumes from history; an unknown one gets 410 Expired', async () => {
   const dir = Object.assign(new FakeDirectory([target('a', { resourceVersion: '105' })]), {
-    eventsSince: (rv: string): ClusterEvent[] | undefined =>
+    eventsSince: (rv: string): HistoryAnswer =>
       rv === '100'
-        ? [
-            { type: 'DELETED', cluster: target('gone', { resourceVersion: '104' }) },
-            { type: 'MODIFIED', cluster: target('a', { resourceVersion: '105' }) },
-          ]
-        : undefined,
+        ? {
+            kind: 'events',
+            events: [
+              { type: 'DELETED', cluster: target('gone', { resourceVersion: '104' }) },
+              { type: 'MODIFIED', cluster: target('a', { resourceVersion: '105' }) },
+            ],
+          }
+        : { kind: 'expired' },
+    waitForVersion: async () => false,
   });
   const resumed = new FakeResponse();
   const done = serveWatch(dir, resumed, { query: q({ resourceVersion: '100' }) });
@@ -119,6 +123,80 @@ test('a list resourceVersion resumes from history; an unknown one gets 410 Expir
   assert.equal(event?.type, 'ERROR');
   assert.equal((event?.object as { code?: number } | undefined)?.code, 410);
   assert.equal((event?.object as { reason?: string } | undefined)?.reason, 'Expired');
+});
+
+test('a version this replica has not applied yet is waited for, then served; never reached, a 504 the client retries', async () => {
+  let reached = true;
+  const waited: number[] = [];
+  const dir = Object.assign(new FakeDirectory([target('a')]), {
+    eventsSince: (): HistoryAnswer => ({ kind: 'events', events: [] }),
+    waitForVersion: async (version: number) => {
+      waited.push(version);
+      if (reached) dir.version = String(version);
+      return reached;
+    },
+  });
+  const later = new FakeResponse();
+  const done = serveWatch(dir, later, { query: q({ resourceVersion: '150' }) });
+  await new Promise((resolve) => setImmediate(resolve));
+  dir.emit('MODIFIED', target('a', { resourceVersion: '151' }));
+  later.close();
+  await done;
+  assert.deepEqual(waited, [150]);
+  assert.equal(later.status, 200);
+  assert.deepEqual(summary(later), ['MODIFIED a']);
+
+  reached = false;
+  const tooFar = new FakeResponse();
+  await serveWatch(dir, tooFar, { query: q({ resourceVersion: '999' }) });
+  assert.equal(tooFar.status, 504);
+  const status = JSON.parse(tooFar.chunks.join(''));
+  assert.equal(status.reason, 'Timeout');
+  assert.match(status.message, /^Too large resource version: 999, current: 151$/);
+  assert.equal(status.details.causes[0].reason, 'ResourceVersionTooLarge');
+  assert.equal(status.details.retryAfterSeconds, 1);
+
+  const notANumber = new FakeResponse();
+  await serveWatch(dir, notANumber, { query: q({ resourceVersion: 'abc' }) });
+  assert.equal(notANumber.status, 400);
+});
+
+test("watch options are checked as the apiserver's ValidateListOptions does (422 ListOptions)", async () => {
+  const dir = new FakeDirectory([]);
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [
+      { sendInitialEvents: 'true' },
+      /sendInitialEvents requires setting resourceVersionMatch to NotOlderThan/,
+    ],
+    [
+      { resourceVersionMatch: 'NotOlderThan' },
+      /resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided/,
+    ],
+    [
+      { sendInitialEvents: 'true', resourceVersionMatch: 'Exact' },
+      /resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"/,
+    ],
+  ];
+  for (const [params, message] of cases) {
+    const res = new FakeResponse();
+    await serveWatch(dir, res, { query: q(params) });
+    assert.equal(res.status, 422, JSON.stringify(params));
+    const status = JSON.parse(res.chunks.join(''));
+    assert.equal(status.reason, 'Invalid');
+    assert.match(status.message, /^ListOptions\.meta\.k8s\.io "" is invalid: /);
+    assert.match(status.message, message);
+  }
+});
+
+test('internal events (a route or credential of this replica, same version) never reach watchers', async () => {
+  const dir = new FakeDirectory([target('a')]);
+  const res = new FakeResponse();
+  const done = serveWatch(dir, res, { query: q({}) });
+  for (const listener of dir.listeners) listener({ type: 'MODIFIED', cluster: target('a'), internal: true });
+  dir.emit('MODIFIED', target('a', { resourceVersion: '101' }));
+  res.close();
+  await done;
+  assert.deepEqual(summary(res), ['ADDED a', 'MODIFIED a']);
 });
 
 test('without history, only the current version can be resumed', async () => {

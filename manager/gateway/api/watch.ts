@@ -4,11 +4,15 @@
  * response, with the apiserver's semantics where they matter to clients:
  *
  * - resourceVersion "" or "0": the current state as ADDED events, then
- *   changes. A specific resourceVersion (from a list) resumes from the
+ *   changes. A specific resourceVersion (from a list, on any replica: the
+ *   versions are the hub's, clusters/registry.ts) resumes from the
  *   directory's event history; one older than the history gets a 410
- *   ERROR event, so reflectors relist.
- * - sendInitialEvents=true (client-go's watch-list): the current state,
- *   then a BOOKMARK annotated k8s.io/initial-events-end.
+ *   ERROR event, so reflectors relist; one this replica has not applied
+ *   yet is waited for (api/versions.ts), then a 504 if it never comes.
+ * - sendInitialEvents=true (client-go's watch-list, with
+ *   resourceVersionMatch=NotOlderThan): the current state, at least as new
+ *   as the resourceVersion given, then a BOOKMARK annotated
+ *   k8s.io/initial-events-end.
  * - label and field selectors, with objects that stop (or start) matching
  *   turned into DELETED (or ADDED) events, as the watch cache does.
  * - timeoutSeconds, else 30 to 60 minutes like the apiserver's
@@ -17,7 +21,6 @@
  *   first with column definitions, later ones without.
  */
 
-import { failureStatus } from '../../../shared/kube/status.ts';
 import type { ClusterDirectory, ClusterEvent, ClusterTarget } from '../clusters/cluster.ts';
 import { renderClusterGateway } from './clustergateway.ts';
 import { type ListOptions, parseListOptions } from './list-options.ts';
@@ -26,11 +29,7 @@ import { negotiateRepresentation, type Representation } from './negotiate.ts';
 import { notSynced } from './read.ts';
 import { errorResponse, type StreamResponse, writeResponse } from './response.ts';
 import { type IncludeObject, parseIncludeObject, partialObjectMetadata, renderTable } from './table.ts';
-
-/** A directory that can replay recent events (ClusterRegistry can). */
-export interface WatchHistory {
-  eventsSince(resourceVersion: string): ClusterEvent[] | undefined;
-}
+import { awaitVersion, invalidVersion, isVersioned, parseVersion, tooOld } from './versions.ts';
 
 export interface WatchRequest {
   query: URLSearchParams;
@@ -47,10 +46,6 @@ export const initialEventsEndAnnotation = 'k8s.io/initial-events-end';
 
 type WireEvent = { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR'; object: unknown };
 
-function hasHistory(directory: ClusterDirectory): directory is ClusterDirectory & WatchHistory {
-  return typeof (directory as Partial<WatchHistory>).eventsSince === 'function';
-}
-
 /** Streams a watch until timeout, client disconnect or `signal`; resolves when it has ended. */
 export async function serveWatch(
   directory: ClusterDirectory,
@@ -62,9 +57,17 @@ export async function serveWatch(
   let includeObject: IncludeObject = 'Metadata';
   try {
     representation = negotiateRepresentation(request.accept, 'object');
-    options = parseListOptions(request.query);
+    options = parseListOptions(request.query, true);
     if (representation.as === 'Table') includeObject = parseIncludeObject(request.query.get('includeObject'));
     if (!directory.synced) throw notSynced();
+    // A version another replica handed out and this one has not applied yet: wait for it.
+    const rv = options.resourceVersion;
+    if (rv !== '' && rv !== '0') {
+      const version = parseVersion(rv);
+      if (version === undefined) throw invalidVersion(rv);
+      // Only then a pause: the common case stays in one tick from the request to subscribe().
+      if (version > Number(directory.version)) await awaitVersion(directory, version);
+    }
   } catch (err) {
     writeResponse(res, errorResponse(err));
     return;
@@ -119,23 +122,15 @@ export async function serveWatch(
   } else if (rv === '' || rv === '0') {
     snapshot();
   } else {
-    const history = hasHistory(directory)
+    const answer = isVersioned(directory)
       ? directory.eventsSince(rv)
       : rv === directory.version
-        ? []
-        : undefined;
-    if (!history) {
-      initial.push({
-        type: 'ERROR',
-        object: failureStatus(
-          410,
-          `too old resource version: ${rv} (${directory.version})`,
-          undefined,
-          'Expired',
-        ),
-      });
+        ? ({ kind: 'events', events: [] } as const)
+        : ({ kind: 'expired' } as const);
+    if (answer.kind !== 'events') {
+      initial.push({ type: 'ERROR', object: tooOld(rv, directory.version).status });
     } else {
-      for (const event of history) {
+      for (const event of answer.events) {
         if (matches(event.cluster)) initial.push(encode(event.type, event.cluster));
       }
       for (const cluster of directory.list()) if (matches(cluster)) visible.add(cluster.name);
@@ -158,6 +153,7 @@ export async function serveWatch(
   };
 
   const onEvent = (event: ClusterEvent) => {
+    if (event.internal) return; // a route or credential of this replica's, same resourceVersion
     const name = event.cluster.name;
     const wasVisible = visible.has(name);
     const nowMatches = event.type !== 'DELETED' && matches(event.cluster);

@@ -94,16 +94,39 @@ export interface ClusterTarget {
   connectionKey: string;
 }
 
-export type ClusterEvent = { type: 'ADDED' | 'MODIFIED' | 'DELETED'; cluster: ClusterTarget };
+export type ClusterEvent = {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  cluster: ClusterTarget;
+  /**
+   * A change only this replica sees (a new route or credential, same resourceVersion): for the
+   * proxy and the prober, never shown to the API's watchers.
+   */
+  internal?: boolean;
+};
 
 /** Read side of the cluster registry, as the API handlers and the proxy see it. */
 export interface ClusterDirectory {
   get(name: string): ClusterTarget | undefined;
   list(): ClusterTarget[];
-  /** Monotonic version of the whole directory, for list resourceVersion. */
+  /** The list resourceVersion: the newest hub revision this replica has applied (clusters/registry.ts). */
   readonly version: string;
   /** Subscribe to changes; returns an unsubscribe function. */
   subscribe(listener: (event: ClusterEvent) => void): () => void;
   /** True once every source has completed its initial list. */
   readonly synced: boolean;
+}
+
+/** What resuming a watch from a version finds. */
+export type HistoryAnswer =
+  | { kind: 'events'; events: ClusterEvent[] }
+  /** Older than the history: the client must relist (410). */
+  | { kind: 'expired' }
+  /** Newer than anything this replica has applied: wait for it (waitForVersion). */
+  | { kind: 'ahead' };
+
+/** A directory that keeps a history of its events and can wait for a version (ClusterRegistry). */
+export interface VersionedDirectory extends ClusterDirectory {
+  eventsSince(resourceVersion: string): HistoryAnswer;
+  /** Resolves true once the list version reaches `version`, false after `timeoutMs`. */
+  waitForVersion(version: number, timeoutMs: number): Promise<boolean>;
 }

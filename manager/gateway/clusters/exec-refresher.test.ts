@@ -58,7 +58,7 @@ test('the plugin token makes the cluster usable and a refresh before expiry rota
   // Refresh 2.5 s before expiry: about half a second after each run.
   const refresher = new ExecRefresher(registry, { refreshLeadMs: 2500, minBackoffMs: 100 });
   try {
-    refresher.setSecret('dyn', dynamicSecret());
+    refresher.setSecret('dyn', dynamicSecret(), 1);
     assert.match(registry.get('dyn')?.problem ?? '', /waiting for exec plugin/);
 
     const first = await until('the first token', () =>
@@ -94,7 +94,7 @@ test('a failing plugin is the problem, retried until it works; deleting the Secr
     onError: (_cluster, message) => errors.push(message),
   });
   try {
-    refresher.setSecret('dyn', dynamicSecret(broken));
+    refresher.setSecret('dyn', dynamicSecret(broken), 1);
     await until('the failure', () => /exited with status 1 /.test(registry.get('dyn')?.problem ?? ''));
     await until('a retry', () => errors.length >= 2);
     assert.doesNotMatch(registry.get('dyn')?.problem ?? '', /not yet|leaked-refresh-token/);
@@ -104,7 +104,7 @@ test('a failing plugin is the problem, retried until it works; deleting the Secr
     await until('recovery', () => registry.get('dyn')?.problem === undefined);
     assert.deepEqual(registry.get('dyn')?.credential, { type: 'Dynamic', token: 'tok' });
 
-    refresher.setSecret('dyn', undefined);
+    refresher.setSecret('dyn', undefined, 1);
     assert.equal(registry.get('dyn'), undefined);
   } finally {
     refresher.stop();
@@ -114,7 +114,7 @@ test('a failing plugin is the problem, retried until it works; deleting the Secr
 test('other Secrets pass through unchanged', () => {
   const registry = new ClusterRegistry();
   const refresher = new ExecRefresher(registry);
-  refresher.setSecret('sa', parseClusterSecret(secret('sa', { endpoint: 'https://sa', token: 't' })));
+  refresher.setSecret('sa', parseClusterSecret(secret('sa', { endpoint: 'https://sa', token: 't' })), 1);
   assert.deepEqual(registry.get('sa')?.credential, { type: 'ServiceAccountToken', token: 't' });
   refresher.stop();
 });

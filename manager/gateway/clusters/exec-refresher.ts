@@ -64,11 +64,11 @@ export class ExecRefresher implements SecretSink {
     this.#onError = options.onError ?? (() => {});
   }
 
-  setSecret(name: string, info: SecretClusterInfo | undefined): void {
+  setSecret(name: string, info: SecretClusterInfo | undefined, version: number): void {
     const previous = this.#states.get(name);
     if (!info?.exec) {
       if (previous) this.#drop(previous);
-      this.#sink.setSecret(name, info);
+      this.#sink.setSecret(name, info, version);
       return;
     }
     // Status annotations and labels change often; only what the plugin sees warrants a new run.
@@ -83,6 +83,10 @@ export class ExecRefresher implements SecretSink {
     this.#states.set(name, state);
     this.#publish(state);
     void this.#refresh(state);
+  }
+
+  advance(resourceVersion: string): void {
+    this.#sink.advance?.(resourceVersion);
   }
 
   /** Stops every timer (shutdown). Runs in flight finish but are ignored. */
@@ -152,7 +156,8 @@ export class ExecRefresher implements SecretSink {
         state.problem ??
         `waiting for exec plugin ${JSON.stringify(state.info.exec?.command)} to return a credential`;
     }
-    this.#sink.setSecret(state.name, info);
+    // A plugin's new credential is this replica's own: it does not change the Secret's version.
+    this.#sink.setSecret(state.name, info, state.info.resourceVersion);
   }
 }
 

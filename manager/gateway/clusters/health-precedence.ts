@@ -27,7 +27,12 @@
  *    healthy clusters into 503s before anyone looked at them.
  */
 import type { ClusterHealth } from './cluster.ts';
-import { annotationHealthy, annotationHealthyReason } from './keys.ts';
+import {
+  annotationHealthy,
+  annotationHealthyReason,
+  annotationProbedHealthy,
+  annotationProbedReason,
+} from './keys.ts';
 import { parseGoBool } from './parse-util.ts';
 
 export interface HealthInputs {
@@ -62,4 +67,21 @@ export function healthFromAnnotations(
     return { healthy: false, reason: `invalid ${annotationHealthy} annotation ${JSON.stringify(healthy)}` };
   }
   return { healthy: value, ...(reason ? { reason } : {}) };
+}
+
+/** The prober's verdict recorded on the object (health/probe-store.ts), if any; a malformed one is ignored. */
+export function probeFromAnnotations(
+  annotations: Record<string, string> | undefined,
+): ClusterHealth | undefined {
+  const healthy = annotations?.[annotationProbedHealthy];
+  if (healthy === undefined) return undefined;
+  const value = parseGoBool(healthy);
+  if (value === undefined) return undefined;
+  const reason = annotations?.[annotationProbedReason];
+  return { healthy: value, ...(reason ? { reason } : {}) };
+}
+
+/** A Kubernetes resourceVersion as a number (etcd's revision); 0 when absent or not a plain integer. */
+export function parseResourceVersion(value: unknown): number {
+  return typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : 0;
 }

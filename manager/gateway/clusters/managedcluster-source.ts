@@ -23,6 +23,7 @@
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import { Informer, type InformerClient, type InformerOptions } from '../../../shared/kube/informer.ts';
 import type { ClusterHealth } from './cluster.ts';
+import { parseResourceVersion, probeFromAnnotations } from './health-precedence.ts';
 import { publicAnnotations } from './metadata.ts';
 import { isPemCertificate, parseEndpointAddress } from './parse-util.ts';
 
@@ -58,6 +59,10 @@ export interface ManagedClusterInfo {
   /** PEM, decoded from the base64 caBundle. */
   caBundle?: string;
   health: ClusterHealth;
+  /** The prober's verdict recorded on the ManagedCluster (a cluster without a credential Secret). */
+  probe?: ClusterHealth;
+  /** The ManagedCluster's resourceVersion (clusters/registry.ts derives the ClusterGateway's from it). */
+  resourceVersion: number;
 }
 
 export function parseManagedCluster(cluster: ManagedClusterObject): ManagedClusterInfo {
@@ -68,7 +73,10 @@ export function parseManagedCluster(cluster: ManagedClusterObject): ManagedClust
     annotations: publicAnnotations(meta.annotations),
     creationTimestamp: typeof meta.creationTimestamp === 'string' ? meta.creationTimestamp : '',
     health: managedClusterHealth(cluster.status?.conditions),
+    resourceVersion: parseResourceVersion(meta.resourceVersion),
   };
+  const probe = probeFromAnnotations(meta.annotations);
+  if (probe) info.probe = probe;
   const distrust = managedClusterDistrust(cluster);
   if (distrust) {
     info.distrust = distrust;
@@ -126,7 +134,9 @@ export function managedClusterHealth(conditions: Condition[] | undefined): Clust
 
 /** Receives parsed ManagedClusters; the registry implements it. */
 export interface ManagedClusterSink {
-  setManagedCluster(name: string, info: ManagedClusterInfo | undefined): void;
+  /** `version` as for SecretSink.setSecret. */
+  setManagedCluster(name: string, info: ManagedClusterInfo | undefined, version: number): void;
+  advance?(resourceVersion: string): void;
 }
 
 export interface ManagedClusterSourceOptions {
@@ -141,14 +151,16 @@ export class ManagedClusterSource {
       ...options.informer,
       path: managedClusterPath,
     });
+    const version = () => parseResourceVersion(this.informer.resourceVersion);
     const update = (cluster: ManagedClusterObject) => {
       const info = parseManagedCluster(cluster);
-      sink.setManagedCluster(info.name, info);
+      sink.setManagedCluster(info.name, info, version());
     };
     this.informer.on({
       onAdd: update,
       onUpdate: (_old, cluster) => update(cluster),
-      onDelete: (cluster) => sink.setManagedCluster(cluster.metadata?.name ?? '', undefined),
+      onDelete: (cluster) => sink.setManagedCluster(cluster.metadata?.name ?? '', undefined, version()),
+      onSync: (resourceVersion) => sink.advance?.(resourceVersion),
     });
   }
 

@@ -396,3 +396,34 @@ test('a ManagedCluster that is not accepted, not joined, or not https never prov
     }
   }
 });
+
+test("the prober's recorded verdict counts while the prober runs; an operator's unhealthy mark still wins", () => {
+  const probed = {
+    'status.cluster.core.oam.dev/probed-healthy': 'false',
+    'status.cluster.core.oam.dev/probed-reason': 'connect ECONNREFUSED',
+  };
+  const withVerdict = parseClusterSecret(
+    secret('a', { token: 't', endpoint: 'https://a' }, undefined, probed),
+  );
+  assert.deepEqual(mergeCluster({ name: 'a', secret: withVerdict }, { probing: true })?.health, {
+    healthy: false,
+    reason: 'connect ECONNREFUSED',
+  });
+  // The prober off: a verdict left from when it ran does not linger.
+  assert.deepEqual(mergeCluster({ name: 'a', secret: withVerdict }, { probing: false })?.health, {
+    healthy: false,
+  });
+  const unprobed = parseClusterSecret(secret('b', { token: 't', endpoint: 'https://b' }));
+  assert.equal(mergeCluster({ name: 'b', secret: unprobed }, { probing: true })?.health.unknown, true);
+  const marked = parseClusterSecret(
+    secret('c', { token: 't', endpoint: 'https://c' }, undefined, {
+      'status.cluster.core.oam.dev/probed-healthy': 'true',
+      'status.cluster.core.oam.dev/healthy': 'false',
+      'status.cluster.core.oam.dev/healthy-reason': 'maintenance',
+    }),
+  );
+  assert.deepEqual(mergeCluster({ name: 'c', secret: marked }, { probing: true })?.health, {
+    healthy: false,
+    reason: 'maintenance',
+  });
+});

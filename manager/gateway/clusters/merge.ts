@@ -66,7 +66,7 @@ export interface ClusterInputs {
   secret?: SecretClusterInfo;
   managed?: ManagedClusterInfo;
   tunnel?: TunnelInput;
-  /** Overlay from a health prober. */
+  /** This replica's prober verdict, for a cluster with no hub object to record it on (registry.setHealth). */
   health?: ClusterHealth;
 }
 
@@ -94,6 +94,10 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
   if (secret?.credentialProblem) problems.push(secret.credentialProblem);
 
   const credential = secret?.credential;
+  // The prober's verdict as recorded on the Secret (or the ManagedCluster) by whichever replica
+  // probes, else this replica's own (a cluster with neither object); ignored with the prober off, so
+  // a verdict left from when it ran does not linger.
+  const probe = policy.probing ? (inputs.health ?? secret?.probe ?? managed?.probe) : inputs.health;
   const merged: MergedCluster = {
     name,
     labels: { ...managed?.labels, ...secret?.labels },
@@ -103,9 +107,9 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
     health: explainHealth(
       resolveHealth({
         mark: secret?.health ?? healthFromAnnotations(managed?.annotations),
-        probe: inputs.health,
+        probe,
         condition: managed?.health,
-        probePending: policy.probing === true && !inputs.health,
+        probePending: policy.probing === true && !probe,
       }),
       systemTrust,
     ),

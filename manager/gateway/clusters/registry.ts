@@ -4,21 +4,42 @@
  * agent tunnels, prober health) and the registry merges it per cluster
  * (merge.ts), so a request never costs a hub API call.
  *
- * resourceVersions: every change to what a cluster looks like gets the next
- * value of one counter, seeded from the wall clock in microseconds. So a
- * restarted replica (or another replica) hands out larger versions than
- * before, a watch from an older one gets 410 Gone and relists, and changes
- * with no visible effect (a ManagedCluster status heartbeat, a re-sent
- * Secret) produce no event at all. A short event history lets a watch
- * resume from a list's resourceVersion without missing deletions.
+ * resourceVersions are the hub's own: every replica gives the same
+ * ClusterGateway the same version, so a client may read from one replica
+ * and write, or watch, through another (the aggregator picks any).
+ * - An object's version is the largest resourceVersion among the hub
+ *   objects it is built from: its credential Secret, its ManagedCluster,
+ *   and its tunnel Lease's acquisition (tunnel/leases.ts records that
+ *   revision on the Lease, so renewals do not count). The hub's objects
+ *   share one etcd revision counter, so this is a pure function of the
+ *   hub's state. The prober's verdict is an annotation on the Secret (or
+ *   the ManagedCluster): it moves the version like any other change.
+ * - A source removed while the cluster stays (a ManagedCluster deleted, a
+ *   Secret left) counts with the revision that removed it, so versions
+ *   never go back. (A replica started after such a removal does not know
+ *   it, and gives a lower version until the cluster next changes.)
+ * - The list version is the newest revision this replica has applied from
+ *   any source (the "watermark", as a list from the apiserver carries the
+ *   current revision): bookmarks and the replicas' heartbeat Lease
+ *   (tunnel/leases.ts) keep it moving while nothing changes.
+ * - The event history starts at the watermark of the first complete sync;
+ *   a watch from an older version gets 410 Gone and relists, one from a
+ *   version this replica has not reached yet waits for it (api/watch.ts).
+ * - Changes only this replica sees (an exec plugin's fresh token, the route
+ *   to a tunnel) update the object without a new version and reach the
+ *   API's watchers not at all: `internal` events are for the proxy and the
+ *   prober. Without --tunnel-peer-port the registry is the only writer of
+ *   its tunnels and probe results and numbers those changes itself, above
+ *   every revision it has seen.
  */
 import { createHash } from 'node:crypto';
 import type {
-  ClusterDirectory,
   ClusterEvent,
   ClusterHealth,
   ClusterTarget,
+  HistoryAnswer,
   TunnelEndpoint,
+  VersionedDirectory,
 } from './cluster.ts';
 import type { ManagedClusterInfo, ManagedClusterSink } from './managedcluster-source.ts';
 import {
@@ -45,37 +66,65 @@ export interface SyncedSource {
   readonly hasSynced: boolean;
 }
 
-interface Current {
-  target: ClusterTarget;
-  fingerprint: string;
+/** A cluster's tunnel as its Lease on the hub says (tunnel/leases.ts), the same on every replica. */
+export interface TunnelRecord {
+  /** The gateway replica holding it. */
+  replica: string;
+  /** RFC 3339, second precision. */
+  since?: string;
 }
 
-export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClusterSink {
-  readonly #inputs = new Map<string, ClusterInputs>();
+interface Current {
+  target: ClusterTarget;
+  /** What the API shows (metadata, spec, status), without resourceVersion. */
+  visible: string;
+  /** What the proxy connects with: endpoint and credential. */
+  connection: string;
+}
+
+interface Entry {
+  inputs: ClusterInputs;
+  /** The revision that removed a source while the cluster stayed. */
+  removedAt: number;
+  /** Versions the registry numbered itself (a local tunnel, an in-memory probe). */
+  localAt: number;
+  /** From the tunnel Lease (replica sharing): who holds the tunnel, and the revision it was taken at. */
+  record?: { record: TunnelRecord; version: number };
+  /** This replica's way to the tunnel: its own, or forwarding through the holder. */
+  route?: { endpoint: TunnelEndpoint; generation: number };
+}
+
+export class ClusterRegistry implements VersionedDirectory, SecretSink, ManagedClusterSink {
+  readonly #entries = new Map<string, Entry>();
   readonly #current = new Map<string, Current>();
   readonly #listeners = new Set<(event: ClusterEvent) => void>();
   readonly #sources: SyncedSource[] = [];
-  readonly #tunnelGenerations = new Map<string, number>();
   readonly #history: ClusterEvent[] = [];
   readonly #historyLimit: number;
   readonly #now: () => number;
   readonly #onListenerError: (err: unknown) => void;
   readonly #policy: MergePolicy;
-  #counter: number;
-  /** Versions at or below this are older than the history: a watch from them must relist. */
-  #floor: number;
+  readonly #waiters = new Set<{ version: number; resolve: (reached: boolean) => void }>();
+  #generations = 0;
+  /** The newest revision applied from any source. */
+  #watermark = 0;
+  /** The last version this registry numbered itself. */
+  #local = 0;
+  /** Set at the first complete sync: a watch from an older version cannot be served (410). */
+  #floor: number | undefined;
+  /** Tunnel state from Leases (setTunnelRecord) rather than from this replica's own tunnels. */
+  #recordsFromLeases = false;
 
   constructor(options: RegistryOptions = {}) {
     this.#historyLimit = options.historyLimit ?? 1000;
     this.#now = options.now ?? Date.now;
     this.#onListenerError = options.onListenerError ?? (() => {});
     this.#policy = options.policy ?? {};
-    this.#counter = this.#now() * 1000;
-    this.#floor = this.#counter;
   }
 
+  /** The list resourceVersion: the newest revision applied. */
   get version(): string {
-    return String(this.#counter);
+    return String(Math.max(this.#watermark, this.#local));
   }
 
   get synced(): boolean {
@@ -100,110 +149,229 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
     return () => this.#listeners.delete(listener);
   }
 
-  setSecret(name: string, info: SecretClusterInfo | undefined): void {
-    this.#update(name, (inputs) => {
-      if (info) inputs.secret = info;
-      else delete inputs.secret;
+  /** A source applied everything up to `resourceVersion` (a list, an event, a bookmark, a heartbeat). */
+  advance(resourceVersion: string | number): void {
+    const version = Number(resourceVersion);
+    if (!Number.isSafeInteger(version) || version <= this.#watermark) {
+      this.#noteSynced();
+      return;
+    }
+    this.#watermark = version;
+    this.#noteSynced();
+    for (const waiter of this.#waiters) {
+      if (waiter.version <= this.#watermark) {
+        this.#waiters.delete(waiter);
+        waiter.resolve(true);
+      }
+    }
+  }
+
+  /** Resolves true once the watermark reaches `version`, false after `timeoutMs`. */
+  waitForVersion(version: number, timeoutMs: number): Promise<boolean> {
+    if (version <= Number(this.version)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = {
+        version,
+        resolve: (reached: boolean) => {
+          clearTimeout(timer);
+          resolve(reached);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(waiter);
+        resolve(false);
+      }, timeoutMs);
+      timer.unref();
+      this.#waiters.add(waiter);
     });
   }
 
-  setManagedCluster(name: string, info: ManagedClusterInfo | undefined): void {
-    this.#update(name, (inputs) => {
-      if (info) inputs.managed = info;
-      else delete inputs.managed;
+  setSecret(name: string, info: SecretClusterInfo | undefined, version = 0): void {
+    this.#update(name, version, (entry) => {
+      if (info) entry.inputs.secret = info;
+      else if (entry.inputs.secret) {
+        delete entry.inputs.secret;
+        entry.removedAt = Math.max(entry.removedAt, version);
+      }
+    });
+  }
+
+  setManagedCluster(name: string, info: ManagedClusterInfo | undefined, version = 0): void {
+    this.#update(name, version, (entry) => {
+      if (info) entry.inputs.managed = info;
+      else if (entry.inputs.managed) {
+        delete entry.inputs.managed;
+        entry.removedAt = Math.max(entry.removedAt, version);
+      }
     });
   }
 
   /**
-   * An agent tunnel connected (endpoint) or went away (undefined); it overrides any other endpoint.
-   * `info` says since when and through which gateway replica (shown by `kubectl get -o wide`).
+   * Without replica sharing: this replica's agent tunnel of `name` connected (endpoint) or went
+   * away (undefined). It is the cluster's endpoint and its visible tunnel state at once, numbered by
+   * the registry. `info` says since when and through which replica (`kubectl get -o wide`).
    */
   setTunnel(
     name: string,
     endpoint: TunnelEndpoint | undefined,
     info: { connectedAt?: Date; replica?: string } = {},
   ): void {
-    this.#update(name, (inputs) => {
+    if (this.#recordsFromLeases) {
+      this.setTunnelRoute(name, endpoint);
+      return;
+    }
+    const entry = this.#entries.get(name);
+    if (!endpoint && !entry?.record) return;
+    if (endpoint && entry?.route?.endpoint === endpoint) return;
+    const version = this.#nextLocal();
+    this.#update(name, 0, (e) => {
+      e.localAt = version;
       if (!endpoint) {
-        delete inputs.tunnel;
+        delete e.record;
+        delete e.route;
         return;
       }
-      if (inputs.tunnel?.endpoint === endpoint) return;
-      const generation = (this.#tunnelGenerations.get(name) ?? 0) + 1;
-      this.#tunnelGenerations.set(name, generation);
-      const tunnel: TunnelInput = {
-        endpoint,
-        generation,
-        connectedAt: isoSeconds(info.connectedAt?.getTime() ?? this.#now()),
-        ...(info.replica ? { replica: info.replica } : {}),
+      e.route = { endpoint, generation: ++this.#generations };
+      e.record = {
+        record: {
+          since: isoSeconds(info.connectedAt?.getTime() ?? this.#now()),
+          ...(info.replica ? { replica: info.replica } : { replica: '' }),
+        },
+        version,
       };
-      inputs.tunnel = tunnel;
     });
   }
 
   /**
-   * Health from a prober; overrides a healthy mark and ManagedCluster conditions, but not an
-   * operator's unhealthy mark (clusters/health-precedence.ts). undefined clears it.
+   * With replica sharing: how this replica reaches the tunnel of `name` (its own tunnel, or the
+   * holder through the peer port), or undefined. Routing only: what clients see comes from the
+   * tunnel's Lease (setTunnelRecord), which every replica reads the same.
+   */
+  setTunnelRoute(name: string, endpoint: TunnelEndpoint | undefined): void {
+    this.#recordsFromLeases = true;
+    const entry = this.#entries.get(name);
+    if (entry?.route?.endpoint === endpoint) return;
+    if (!endpoint && !entry?.route) return;
+    this.#update(name, 0, (e) => {
+      if (endpoint) e.route = { endpoint, generation: ++this.#generations };
+      else delete e.route;
+    });
+  }
+
+  /** With replica sharing: the tunnel Lease of `name` says who holds it (record) or that nobody does. */
+  setTunnelRecord(name: string, record: TunnelRecord | undefined, version: number): void {
+    this.#recordsFromLeases = true;
+    this.#update(name, version, (entry) => {
+      if (record) entry.record = { record, version };
+      else if (entry.record) {
+        delete entry.record;
+        entry.removedAt = Math.max(entry.removedAt, version);
+      }
+    });
+  }
+
+  /**
+   * Health from a prober that has no hub object to record it on (a cluster known only by its
+   * tunnel): this replica's own view, numbered by the registry. undefined clears it. Overrides a
+   * healthy mark and ManagedCluster conditions, but not an operator's unhealthy mark
+   * (clusters/health-precedence.ts).
    */
   setHealth(name: string, health: ClusterHealth | undefined): void {
     // A probe that ends after its cluster was deleted must not bring back an entry for it.
-    if (!this.#inputs.has(name)) return;
-    this.#update(name, (inputs) => {
-      if (health) inputs.health = { ...health };
-      else delete inputs.health;
+    if (!this.#entries.has(name)) return;
+    const previous = this.#entries.get(name)?.inputs.health;
+    if (sameHealth(previous, health)) return;
+    const version = this.#nextLocal();
+    this.#update(name, 0, (entry) => {
+      entry.localAt = version;
+      if (health) entry.inputs.health = { ...health };
+      else delete entry.inputs.health;
     });
   }
 
   /**
-   * Events after `resourceVersion`, for a watch that resumes from a list.
-   * [] when it is current (or newer: another replica's), undefined when it
-   * is older than the retained history (the client must relist: 410).
+   * Events after `resourceVersion`, for a watch that resumes from a list or an earlier watch:
+   * 'expired' when older than the history (410: relist), 'ahead' when not applied yet.
    */
-  eventsSince(resourceVersion: string): ClusterEvent[] | undefined {
-    if (!/^\d+$/.test(resourceVersion)) return undefined;
+  eventsSince(resourceVersion: string): HistoryAnswer {
+    if (!/^\d{1,15}$/.test(resourceVersion)) return { kind: 'expired' };
     const since = Number(resourceVersion);
-    if (since >= this.#counter) return [];
-    if (since < this.#floor) return undefined;
-    return this.#history.filter((event) => Number(event.cluster.resourceVersion) > since);
+    if (since > Number(this.version)) return { kind: 'ahead' };
+    if (this.#floor === undefined || since < this.#floor) return { kind: 'expired' };
+    return {
+      kind: 'events',
+      events: this.#history.filter((event) => Number(event.cluster.resourceVersion) > since),
+    };
   }
 
-  #update(name: string, change: (inputs: ClusterInputs) => void): void {
+  #nextLocal(): number {
+    this.#local = Math.max(this.#local, this.#watermark) + 1;
+    return this.#local;
+  }
+
+  #noteSynced(): void {
+    if (this.#floor === undefined && this.synced) this.#floor = Number(this.version);
+  }
+
+  #update(name: string, version: number, change: (entry: Entry) => void): void {
     if (!name) return;
-    const inputs = this.#inputs.get(name) ?? { name };
-    change(inputs);
+    const entry = this.#entries.get(name) ?? { inputs: { name }, removedAt: 0, localAt: 0 };
+    change(entry);
     // Probe health alone keeps nothing: a deleted cluster's last probe must not outlive it.
-    const empty = !inputs.secret && !inputs.managed && !inputs.tunnel;
-    if (empty) this.#inputs.delete(name);
-    else this.#inputs.set(name, inputs);
-    this.#recompute(name, inputs);
+    const empty = !entry.inputs.secret && !entry.inputs.managed && !entry.record && !entry.route;
+    if (empty) this.#entries.delete(name);
+    else this.#entries.set(name, entry);
+    this.#recompute(name, entry, version);
+    this.advance(version);
   }
 
-  #recompute(name: string, inputs: ClusterInputs): void {
+  #recompute(name: string, entry: Entry, eventVersion: number): void {
+    const inputs: ClusterInputs = { ...entry.inputs };
+    const tunnel = tunnelInput(name, entry);
+    if (tunnel) inputs.tunnel = tunnel;
+    else delete inputs.tunnel;
     const merged = mergeCluster(inputs, this.#policy);
     const previous = this.#current.get(name);
     if (!merged) {
       if (!previous) return;
       this.#current.delete(name);
-      this.#emit({ type: 'DELETED', cluster: { ...previous.target, resourceVersion: this.#nextVersion() } });
+      entry.removedAt = 0;
+      const version = Math.max(eventVersion, Number(previous.target.resourceVersion));
+      this.#emit({ type: 'DELETED', cluster: { ...previous.target, resourceVersion: String(version) } });
       return;
     }
-    const fingerprint = fingerprintOf(merged);
-    if (previous?.fingerprint === fingerprint) return;
-    const target: ClusterTarget = { ...merged, resourceVersion: this.#nextVersion() };
-    this.#current.set(name, { target, fingerprint });
+    const visible = visibleFingerprint(merged);
+    const connection = merged.connectionKey;
+    const version = Math.max(
+      entry.inputs.secret?.resourceVersion ?? 0,
+      entry.inputs.managed?.resourceVersion ?? 0,
+      entry.record?.version ?? 0,
+      entry.removedAt,
+      entry.localAt,
+      previous ? Number(previous.target.resourceVersion) : 0,
+    );
+    const target: ClusterTarget = { ...merged, resourceVersion: String(version) };
+    if (
+      previous &&
+      previous.visible === visible &&
+      previous.target.resourceVersion === target.resourceVersion
+    ) {
+      if (previous.connection === connection) return;
+      this.#current.set(name, { target, visible, connection });
+      this.#emit({ type: 'MODIFIED', cluster: target, internal: true });
+      return;
+    }
+    this.#current.set(name, { target, visible, connection });
     this.#emit({ type: previous ? 'MODIFIED' : 'ADDED', cluster: target });
   }
 
-  #nextVersion(): string {
-    this.#counter = Math.max(this.#counter + 1, this.#now() * 1000);
-    return String(this.#counter);
-  }
-
   #emit(event: ClusterEvent): void {
-    this.#history.push(event);
-    while (this.#history.length > this.#historyLimit) {
-      const dropped = this.#history.shift();
-      if (dropped) this.#floor = Number(dropped.cluster.resourceVersion);
+    if (!event.internal && this.#floor !== undefined) {
+      this.#history.push(event);
+      while (this.#history.length > this.#historyLimit) {
+        const dropped = this.#history.shift();
+        if (dropped) this.#floor = Math.max(this.#floor, Number(dropped.cluster.resourceVersion));
+      }
     }
     for (const listener of this.#listeners) {
       try {
@@ -216,11 +384,45 @@ export class ClusterRegistry implements ClusterDirectory, SecretSink, ManagedClu
 }
 
 /**
- * Digest of everything observable about a cluster. Secret material enters
- * only through connectionKey (itself a digest), so rotating a token bumps
- * the resourceVersion (the proxy must notice) without exposing anything.
+ * The tunnel as merge.ts takes it: present while the visible record says a replica holds it. The
+ * endpoint is this replica's route; without one (the holder's Lease is no longer renewed, or the
+ * route is not set up yet) requests fail at once, saying why.
  */
-export function fingerprintOf(cluster: MergedCluster): string {
+function tunnelInput(name: string, entry: Entry): TunnelInput | undefined {
+  const record = entry.record?.record;
+  if (!record) return undefined;
+  return {
+    endpoint: entry.route?.endpoint ?? unreachableTunnel(name, record.replica),
+    generation: entry.route?.generation ?? 0,
+    connectedAt: record.since ?? '',
+    ...(record.replica ? { replica: record.replica } : {}),
+  };
+}
+
+function unreachableTunnel(cluster: string, replica: string): TunnelEndpoint {
+  return {
+    type: 'ClusterProxy',
+    serverName: 'kubernetes.default.svc',
+    insecure: false,
+    dial: () =>
+      Promise.reject(
+        new Error(
+          `the agent tunnel of ${cluster} is held by gateway replica ${replica || '(unknown)'}, which this replica cannot reach (its Lease is not renewed); the agent reconnects to a live replica`,
+        ),
+      ),
+  };
+}
+
+function sameHealth(a: ClusterHealth | undefined, b: ClusterHealth | undefined): boolean {
+  return a?.healthy === b?.healthy && a?.reason === b?.reason && a?.unknown === b?.unknown;
+}
+
+/**
+ * Digest of everything the API shows about a cluster (api/clustergateway.ts renders from the same
+ * fields). Credentials enter only through connectionKey, which is not part of it: a rotated
+ * token changes the Secret's version anyway, and an exec plugin's new token is this replica's own.
+ */
+export function visibleFingerprint(cluster: MergedCluster): string {
   const endpoint = cluster.endpoint;
   const visible = {
     labels: sorted(cluster.labels),
@@ -248,7 +450,6 @@ export function fingerprintOf(cluster: MergedCluster): string {
     credentialType: cluster.credential?.type ?? null,
     problem: cluster.problem ?? null,
     health: [cluster.health.healthy, cluster.health.reason ?? ''],
-    connectionKey: cluster.connectionKey,
   };
   return createHash('sha256').update(JSON.stringify(visible)).digest('hex');
 }

@@ -13,6 +13,7 @@ import type { KubeObject } from '../../../shared/kube/client.ts';
 import type { ExecConfig } from '../../../shared/kube/exec-credential.ts';
 import { Informer, type InformerClient, type InformerOptions } from '../../../shared/kube/informer.ts';
 import type { ClusterHealth, Credential, EndpointType } from './cluster.ts';
+import { parseResourceVersion, probeFromAnnotations } from './health-precedence.ts';
 import {
   annotationHealthy,
   annotationHealthyReason,
@@ -69,6 +70,10 @@ export interface SecretClusterInfo {
   exec?: ExecConfig;
   /** From the status annotations, when present. */
   health?: ClusterHealth;
+  /** The prober's verdict recorded on the Secret (health/probe-store.ts). */
+  probe?: ClusterHealth;
+  /** The Secret's resourceVersion: what the ClusterGateway's own is derived from (clusters/registry.ts). */
+  resourceVersion: number;
 }
 
 const credentialAliases: Record<string, string> = {
@@ -98,7 +103,10 @@ export function parseClusterSecret(secret: SecretObject): SecretClusterInfo {
     creationTimestamp: typeof meta.creationTimestamp === 'string' ? meta.creationTimestamp : '',
     endpointType: 'Const',
     endpointGiven: false,
+    resourceVersion: parseResourceVersion(meta.resourceVersion),
   };
+  const probe = probeFromAnnotations(annotations);
+  if (probe) info.probe = probe;
 
   const endpointType = labels[labelEndpointType] ?? 'Const';
   if (endpointType === 'Const' || endpointType === 'ClusterProxy') info.endpointType = endpointType;
@@ -246,7 +254,13 @@ function parseExecConfig(exec: string | undefined): ExecConfig | string {
 
 /** Receives parsed Secrets; the registry implements it. */
 export interface SecretSink {
-  setSecret(name: string, info: SecretClusterInfo | undefined): void;
+  /**
+   * `version`: the revision of the change (the Secret's resourceVersion, or for a deletion the
+   * revision that deleted it), from informer.resourceVersion.
+   */
+  setSecret(name: string, info: SecretClusterInfo | undefined, version: number): void;
+  /** The source has applied every change up to `resourceVersion` (see Informer's onSync). */
+  advance?(resourceVersion: string): void;
 }
 
 export interface SecretSourceOptions {
@@ -280,13 +294,14 @@ export class SecretSource {
       path,
       labelSelector: noCredentialSelector,
     });
-    const update = (secret: SecretObject) => {
-      const info = parseClusterSecret(secret);
-      sink.setSecret(info.name, info);
-    };
     const both = [this.informer, this.noCredential];
     for (const informer of both) {
       const other = informer === this.informer ? this.noCredential : this.informer;
+      const version = () => parseResourceVersion(informer.resourceVersion);
+      const update = (secret: SecretObject) => {
+        const info = parseClusterSecret(secret);
+        sink.setSecret(info.name, info, version());
+      };
       informer.on({
         onAdd: update,
         onUpdate: (_old, secret) => update(secret),
@@ -294,8 +309,9 @@ export class SecretSource {
           const key = `${secret.metadata?.namespace}/${secret.metadata?.name}`;
           const still = other.get(key);
           if (still) update(still);
-          else sink.setSecret(secret.metadata?.name ?? '', undefined);
+          else sink.setSecret(secret.metadata?.name ?? '', undefined, version());
         },
+        onSync: (resourceVersion) => sink.advance?.(resourceVersion),
       });
     }
   }

@@ -133,3 +133,45 @@ test('nowhere to record, or no permission: a Status that says what is wrong', as
       /grant its ServiceAccount patch on secrets in namespace creds/.test(err.message),
   );
 });
+
+test("the prober's verdict: two annotations of its own, written only when it changes; nowhere to write is said", async () => {
+  const { secrets, managed, requests, store } = setup(() => secretObj('6'));
+  secrets.deliver('creds/c1', secretObj('5'));
+  assert.equal(await store.recordProbe('c1', { healthy: false, reason: 'connect ECONNREFUSED' }), 'written');
+  assert.equal(requests.length, 1);
+  assert.equal(requests[0]?.method, 'PATCH');
+  assert.equal(requests[0]?.path, '/api/v1/namespaces/creds/secrets/c1');
+  assert.equal(requests[0]?.options?.contentType, 'application/merge-patch+json');
+  assert.deepEqual(requests[0]?.options?.body, {
+    metadata: {
+      annotations: {
+        'status.cluster.core.oam.dev/probed-healthy': 'false',
+        'status.cluster.core.oam.dev/probed-reason': 'connect ECONNREFUSED',
+      },
+    },
+  });
+  secrets.deliver(
+    'creds/c1',
+    secretObj('6', {
+      'status.cluster.core.oam.dev/probed-healthy': 'false',
+      'status.cluster.core.oam.dev/probed-reason': 'connect ECONNREFUSED',
+    }),
+  );
+  assert.equal(
+    await store.recordProbe('c1', { healthy: false, reason: 'connect ECONNREFUSED' }),
+    'unchanged',
+  );
+  assert.equal(await store.recordProbe('c1', { healthy: true }), 'written');
+  const second = requests[1]?.options?.body as { metadata: { annotations: Record<string, unknown> } };
+  assert.equal(
+    second.metadata.annotations['status.cluster.core.oam.dev/probed-reason'],
+    null,
+    'no reason removes the old one',
+  );
+  // No Secret: the ManagedCluster; neither: the caller keeps it in memory.
+  managed.deliver('m1', { metadata: { name: 'm1', resourceVersion: '3' } });
+  assert.equal(await store.recordProbe('m1', { healthy: true }), 'written');
+  assert.equal(requests[2]?.path, '/apis/cluster.open-cluster-management.io/v1/managedclusters/m1');
+  assert.equal(await store.recordProbe('tunnel-only', { healthy: true }), 'nowhere');
+  assert.equal(requests.length, 3);
+});

@@ -19,13 +19,27 @@
  *
  * record() resolves once the informer delivered the patched object, i.e.
  * once the registry shows the mark: a GET right after a PUT reads it back.
+ *
+ * recordProbe() keeps the gateway prober's verdict the same way, in the
+ * `status.cluster.core.oam.dev/probed-healthy` and `.../probed-reason`
+ * annotations of the same object, written only when the verdict changes and
+ * by one replica at a time (the prober runs on the replica holding the
+ * prober Lease, health/prober-leader.ts). Every replica then shows the same
+ * health at the same resourceVersion, and a restarted replica starts from
+ * the last verdict instead of "not probed yet".
  */
 import type { KubeObject, RequestOptions } from '../../../shared/kube/client.ts';
 import type { InformerHandlers } from '../../../shared/kube/informer.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
 import { conflict, type HealthMark, type HealthMarkStore } from '../api/health-write.ts';
 import { notFound } from '../api/read.ts';
-import { annotationHealthy, annotationHealthyReason } from '../clusters/keys.ts';
+import type { ClusterHealth } from '../clusters/cluster.ts';
+import {
+  annotationHealthy,
+  annotationHealthyReason,
+  annotationProbedHealthy,
+  annotationProbedReason,
+} from '../clusters/keys.ts';
 import { managedClusterPath } from '../clusters/managedcluster-source.ts';
 
 /** The informer cache of a source: what the registry was built from. */
@@ -47,6 +61,8 @@ export interface HealthAnnotationStoreOptions {
 
 export class HealthAnnotationStore implements HealthMarkStore {
   readonly #o: HealthAnnotationStoreOptions;
+  /** The verdict last written per cluster, until the informer shows it (no second patch meanwhile). */
+  readonly #probesInFlight = new Map<string, string>();
 
   constructor(options: HealthAnnotationStoreOptions) {
     this.#o = options;
@@ -102,6 +118,48 @@ export class HealthAnnotationStore implements HealthMarkStore {
     } finally {
       stop();
     }
+  }
+
+  /**
+   * Records the prober's verdict on the cluster's Secret (else its ManagedCluster) when it differs
+   * from what is recorded there. 'nowhere': the cluster has neither (only its tunnel), and the
+   * caller keeps the verdict in memory.
+   */
+  async recordProbe(name: string, health: ClusterHealth): Promise<'written' | 'unchanged' | 'nowhere'> {
+    let where: ReturnType<HealthAnnotationStore['locate']>;
+    try {
+      where = this.locate(name);
+    } catch {
+      return 'nowhere';
+    }
+    const wanted = { healthy: String(health.healthy), reason: health.reason ?? '' };
+    const key = `${wanted.healthy}\n${wanted.reason}`;
+    const annotations = where.objects.get(where.key)?.metadata?.annotations ?? {};
+    const recorded = `${annotations[annotationProbedHealthy] ?? ''}\n${annotations[annotationProbedReason] ?? ''}`;
+    if (recorded === key || this.#probesInFlight.get(name) === key) return 'unchanged';
+    this.#probesInFlight.set(name, key);
+    try {
+      await this.#o.client.request('PATCH', where.path, {
+        body: {
+          metadata: {
+            annotations: {
+              [annotationProbedHealthy]: wanted.healthy,
+              [annotationProbedReason]: wanted.reason || null,
+            },
+          },
+        },
+        contentType: 'application/merge-patch+json',
+      });
+      return 'written';
+    } finally {
+      // The informer has it, or the write failed and the next probe tries again.
+      if (this.#probesInFlight.get(name) === key) this.#probesInFlight.delete(name);
+    }
+  }
+
+  /** Where the health annotations of cluster `name` live; a 409 StatusError when nowhere. */
+  locate(name: string): { objects: WatchedObjects; key: string; path: string; what: string } {
+    return this.#locate(name);
   }
 
   #locate(name: string): { objects: WatchedObjects; key: string; path: string; what: string } {

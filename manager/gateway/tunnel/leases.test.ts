@@ -6,12 +6,14 @@ import {
   type Lease,
   LeaseHolder,
   LeaseReader,
+  leaseAcquiredRevisionAnnotation,
   leaseName,
   leasesPath,
   microTime,
   readTunnelLease,
   type TunnelHolder,
   tunnelLease,
+  tunnelLeaseRecord,
 } from './leases.ts';
 
 const ns = 'cluster-gateway-system';
@@ -223,4 +225,89 @@ test("the reader reports other replicas' live Leases, ignores its own, and expir
     ['c1', 'gw-a'],
     ['c1', undefined],
   ]);
+});
+
+test('what a tunnel Lease shows is the same for every reader: the holder, at the revision that took it, not at its renewals', async () => {
+  const api = fakeApiserver();
+  const a = new LeaseHolder({
+    client: api.client,
+    namespace: ns,
+    replica: 'gw-a',
+    address: 'a:1',
+    durationSeconds: 3,
+  });
+  a.hold('c1', new Date('2026-03-01T00:00:00.700Z'));
+  await settle();
+  const taken = api.store.get(pathOf('c1')) as Lease;
+  const takenAt = Number(taken.metadata?.resourceVersion);
+  assert.deepEqual(tunnelLeaseRecord(taken), {
+    cluster: 'c1',
+    holder: { replica: 'gw-a', since: '2026-03-01T00:00:00Z' },
+    version: takenAt,
+  });
+  a.start(); // renews every second (a third of 3 s)
+  await new Promise((r) => setTimeout(r, 2_300));
+  const renewed = api.store.get(pathOf('c1')) as Lease;
+  assert.ok(Number(renewed.metadata?.resourceVersion) > takenAt, 'renewed');
+  assert.equal(renewed.metadata?.annotations?.[leaseAcquiredRevisionAnnotation], String(takenAt));
+  assert.equal(tunnelLeaseRecord(renewed)?.version, takenAt, 'a renewal changes nothing shown');
+
+  // Another replica takes it: the recorded revision is the old holder's, void; the new take is the version.
+  const b = new LeaseHolder({
+    client: api.client,
+    namespace: ns,
+    replica: 'gw-b',
+    address: 'b:1',
+    durationSeconds: 3,
+  });
+  b.hold('c1', new Date());
+  await settle();
+  const moved = api.store.get(pathOf('c1')) as Lease;
+  assert.equal(moved.metadata?.annotations?.[leaseAcquiredRevisionAnnotation], undefined);
+  assert.equal(tunnelLeaseRecord(moved)?.version, Number(moved.metadata?.resourceVersion));
+  assert.equal(tunnelLeaseRecord(moved)?.holder?.replica, 'gw-b');
+  await a.stop();
+  await b.stop();
+  const released = api.store.get(pathOf('c1')) as Lease;
+  assert.deepEqual(tunnelLeaseRecord(released), {
+    cluster: 'c1',
+    version: Number(released.metadata?.resourceVersion),
+  });
+
+  // A recorded revision above the Lease's own cannot be true (a forged annotation): the Lease's own counts.
+  const forged = structuredClone(renewed);
+  forged.metadata = {
+    ...forged.metadata,
+    annotations: { ...forged.metadata?.annotations, [leaseAcquiredRevisionAnnotation]: '99999' },
+  };
+  assert.equal(tunnelLeaseRecord(forged)?.version, Number(renewed.metadata?.resourceVersion));
+  const otherName = structuredClone(taken);
+  otherName.metadata = { ...otherName.metadata, name: leaseName('c2') };
+  assert.equal(tunnelLeaseRecord(otherName), undefined, 'named for another cluster: not a record of c1');
+});
+
+test('the reader records every tunnel Lease (its own too) and clears the holder of one not renewed in time', () => {
+  let now = 1_000_000;
+  const records: string[] = [];
+  const cleared: string[] = [];
+  const reader = new LeaseReader({
+    client: {} as KubeClient,
+    namespace: ns,
+    replica: 'gw-b',
+    onChange: () => {},
+    onRecord: (cluster, holder, version) => records.push(`${cluster} ${holder?.replica ?? '-'} ${version}`),
+    clearExpired: async (lease) =>
+      void cleared.push(`${lease.metadata?.name} ${lease.metadata?.resourceVersion}`),
+    now: () => now,
+  });
+  const at = (lease: Lease, rv: string): Lease => ({
+    ...lease,
+    metadata: { ...lease.metadata, resourceVersion: rv },
+  });
+  reader.observe(at(tunnelLease(ns, holderA, new Date()), '5'));
+  reader.observe(at(tunnelLease(ns, { ...holderA, cluster: 'mine', replica: 'gw-b' }, new Date()), '6'));
+  now += 11_000;
+  reader.sweep();
+  assert.deepEqual(records, ['c1 gw-a 5', 'mine gw-b 6']);
+  assert.deepEqual(cleared, ['cluster-gateway-tunnel-c1 5'], "only the other replica's, at the version seen");
 });

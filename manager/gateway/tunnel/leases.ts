@@ -12,6 +12,12 @@
  *   is judged by this replica's clock from when it last saw the Lease change (as client-go's leader
  *   election does), not by renewTime, so clock skew between replicas does not matter: a replica
  *   that died stops renewing, and within the Lease's duration nobody forwards to it any more.
+ *   The first replica to see that clears the holder (a conditional update: one of them wins), so
+ *   every replica shows the tunnel disconnected at the same resourceVersion.
+ * - What the ClusterGateway shows of a tunnel (connected, since, through which replica) comes from
+ *   the Lease alone, the same on every replica (LeaseReader's onRecord), at the revision of the write
+ *   that took it: renewals change the Lease's resourceVersion but not what it says, so the holder
+ *   records that revision in an annotation on its first renewal (`acquiredRevisionAnnotation`).
  */
 import { createHash } from 'node:crypto';
 import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
@@ -21,6 +27,8 @@ import { StatusError } from '../../../shared/kube/status.ts';
 export const leaseLabel = 'cluster.core.oam.dev/tunnel-lease';
 export const leaseClusterAnnotation = 'cluster.core.oam.dev/cluster-name';
 export const leasePeerAddressAnnotation = 'cluster.core.oam.dev/tunnel-peer-address';
+/** The resourceVersion of the write that took the Lease (a renewal keeps it). */
+export const leaseAcquiredRevisionAnnotation = 'cluster.core.oam.dev/tunnel-acquired-revision';
 const leasePrefix = 'cluster-gateway-tunnel-';
 
 export interface Lease extends KubeObject {
@@ -62,9 +70,28 @@ export function microTime(at: Date): string {
   return at.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
-/** The Lease `holder` writes, built on `current` (what is stored now, if anything). */
-export function tunnelLease(namespace: string, holder: TunnelHolder, now: Date, current?: Lease): Lease {
+/**
+ * The Lease `holder` writes, built on `current` (what is stored now, if anything). `acquiredRevision`:
+ * the resourceVersion of this holder's write that took the Lease, recorded once known.
+ */
+export function tunnelLease(
+  namespace: string,
+  holder: TunnelHolder,
+  now: Date,
+  current?: Lease,
+  acquiredRevision?: string,
+): Lease {
   const taken = current?.spec?.holderIdentity !== holder.replica;
+  const annotations: Record<string, string> = {
+    ...current?.metadata?.annotations,
+    [leaseClusterAnnotation]: holder.cluster,
+    [leasePeerAddressAnnotation]: holder.address,
+  };
+  // Taken (or created): the revision this write gets is the new one, the old holder's is void.
+  if (taken || !current) delete annotations[leaseAcquiredRevisionAnnotation];
+  else if (acquiredRevision && !annotations[leaseAcquiredRevisionAnnotation]) {
+    annotations[leaseAcquiredRevisionAnnotation] = acquiredRevision;
+  }
   return {
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
@@ -72,11 +99,7 @@ export function tunnelLease(namespace: string, holder: TunnelHolder, now: Date, 
       name: leaseName(holder.cluster),
       namespace,
       labels: { ...current?.metadata?.labels, [leaseLabel]: 'true' },
-      annotations: {
-        ...current?.metadata?.annotations,
-        [leaseClusterAnnotation]: holder.cluster,
-        [leasePeerAddressAnnotation]: holder.address,
-      },
+      annotations,
       ...(current?.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}),
     },
     spec: {
@@ -109,6 +132,40 @@ export function readTunnelLease(lease: Lease): TunnelHolder | undefined {
   };
 }
 
+/**
+ * What a tunnel Lease shows on the ClusterGateway, identical on every replica: the cluster, who
+ * holds it (undefined once released), and the version to show it at. undefined for a Lease that is
+ * not a tunnel Lease of its cluster.
+ */
+export function tunnelLeaseRecord(
+  lease: Lease,
+): { cluster: string; holder?: { replica: string; since?: string }; version: number } | undefined {
+  const cluster = lease.metadata?.annotations?.[leaseClusterAnnotation];
+  if (!cluster || lease.metadata?.name !== leaseName(cluster)) return undefined;
+  const version = revision(lease.metadata?.resourceVersion);
+  const replica = lease.spec?.holderIdentity;
+  if (!replica) return { cluster, version };
+  const acquired = revision(lease.metadata?.annotations?.[leaseAcquiredRevisionAnnotation]);
+  const since = lease.spec?.acquireTime ? new Date(lease.spec.acquireTime) : undefined;
+  return {
+    cluster,
+    holder: {
+      replica,
+      ...(since && !Number.isNaN(+since) ? { since: isoSeconds(since) } : {}),
+    },
+    // The recorded revision, when it is one this Lease can have had: never above its own.
+    version: acquired > 0 && acquired <= version ? acquired : version,
+  };
+}
+
+function revision(value: string | undefined): number {
+  return value && /^[0-9]{1,15}$/.test(value) ? Number(value) : 0;
+}
+
+function isoSeconds(at: Date): string {
+  return new Date(Math.floor(at.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
 export interface LeaseHolderOptions {
   client: Pick<KubeClient, 'request'>;
   namespace: string;
@@ -127,6 +184,8 @@ export class LeaseHolder {
   readonly #queues = new Map<string, Promise<void>>();
   /** The Lease as this replica last stored it, per held cluster. */
   readonly #written = new Map<string, Lease>();
+  /** The resourceVersion of the write that took each held Lease. */
+  readonly #acquired = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(options: LeaseHolderOptions) {
@@ -204,12 +263,18 @@ export class LeaseHolder {
         },
         this.#o.now?.() ?? new Date(),
         current,
+        this.#acquired.get(cluster),
       );
+      const taking = !current || current.spec?.holderIdentity !== this.#o.replica;
       try {
         const stored = current
           ? await this.#o.client.request<Lease>('PUT', path, { body: lease })
           : await this.#o.client.request<Lease>('POST', leasesPath(this.#o.namespace), { body: lease });
-        if (stored?.metadata?.resourceVersion && this.#held.has(cluster)) this.#written.set(cluster, stored);
+        const storedVersion = stored?.metadata?.resourceVersion;
+        if (storedVersion && this.#held.has(cluster)) {
+          this.#written.set(cluster, stored);
+          if (taking) this.#acquired.set(cluster, storedVersion);
+        }
         return;
       } catch (err) {
         this.#written.delete(cluster);
@@ -225,6 +290,7 @@ export class LeaseHolder {
    */
   async #release(cluster: string): Promise<void> {
     this.#written.delete(cluster);
+    this.#acquired.delete(cluster);
     const path = `${leasesPath(this.#o.namespace)}/${leaseName(cluster)}`;
     const current = await this.#get(path);
     if (!current || current.spec?.holderIdentity !== this.#o.replica) return; // another replica holds it now
@@ -255,6 +321,22 @@ export interface LeaseReaderOptions {
   replica: string;
   /** A cluster's holder changed: another replica's live tunnel, or undefined for none. */
   onChange: (cluster: string, holder: TunnelHolder | undefined) => void;
+  /**
+   * What every tunnel Lease (this replica's too) shows on its ClusterGateway: the holder, or
+   * undefined once released, at `version` (tunnelLeaseRecord).
+   */
+  onRecord?: (
+    cluster: string,
+    holder: { replica: string; since?: string } | undefined,
+    version: number,
+  ) => void;
+  /** The Lease informer applied everything up to `resourceVersion` (renewals and the heartbeat too). */
+  onSync?: (resourceVersion: string) => void;
+  /**
+   * Clears the holder of a Lease whose holder stopped renewing (a conditional update, so one replica
+   * wins and the rest get a 409). Without it, a dead holder's Lease keeps saying connected.
+   */
+  clearExpired?: (lease: Lease) => Promise<void>;
   informer?: Partial<InformerOptions>;
   now?: () => number;
   /** How often expiry is checked (default 1 s). */
@@ -265,7 +347,7 @@ export interface LeaseReaderOptions {
 export class LeaseReader {
   readonly #o: LeaseReaderOptions;
   readonly informer: Informer<Lease>;
-  readonly #live = new Map<string, { holder: TunnelHolder; expiresAt: number; key: string }>();
+  readonly #live = new Map<string, { holder: TunnelHolder; expiresAt: number; key: string; lease: Lease }>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(options: LeaseReaderOptions) {
@@ -273,12 +355,15 @@ export class LeaseReader {
     this.informer = new Informer<Lease>(options.client, {
       ...options.informer,
       path: leasesPath(options.namespace),
-      labelSelector: `${leaseLabel}=true`,
+      // Any value: the tunnel Leases (true) and the replicas' heartbeat (health/prober-leader.ts),
+      // whose renewals every two seconds keep each replica's applied revision moving.
+      labelSelector: leaseLabel,
     });
     this.informer.on({
       onAdd: (lease) => this.observe(lease),
       onUpdate: (_old, lease) => this.observe(lease),
       onDelete: (lease) => this.forget(lease),
+      onSync: (resourceVersion) => this.#o.onSync?.(resourceVersion),
     });
   }
 
@@ -302,6 +387,8 @@ export class LeaseReader {
   /** A Lease seen (added or changed): live for its duration from now. Public for tests. */
   observe(lease: Lease): void {
     const key = lease.metadata?.name ?? '';
+    const record = tunnelLeaseRecord(lease);
+    if (record) this.#o.onRecord?.(record.cluster, record.holder, record.version);
     const holder = readTunnelLease(lease);
     const previous = [...this.#live.entries()].find(([, e]) => e.key === key);
     if (!holder || holder.replica === this.#o.replica) {
@@ -313,6 +400,7 @@ export class LeaseReader {
       holder,
       expiresAt: this.#now() + holder.durationSeconds * 1000,
       key,
+      lease,
     });
     if (!before || before.replica !== holder.replica || before.address !== holder.address) {
       this.#o.onChange(holder.cluster, holder);
@@ -321,13 +409,20 @@ export class LeaseReader {
 
   forget(lease: Lease): void {
     const key = lease.metadata?.name ?? '';
+    const record = tunnelLeaseRecord(lease);
+    if (record) this.#o.onRecord?.(record.cluster, undefined, revision(this.informer.resourceVersion));
     for (const [cluster, entry] of this.#live) if (entry.key === key) this.#drop(cluster);
   }
 
   /** Drops the Leases not renewed within their duration (a replica that died). Public for tests. */
   sweep(): void {
     const now = this.#now();
-    for (const [cluster, entry] of this.#live) if (entry.expiresAt <= now) this.#drop(cluster);
+    for (const [cluster, entry] of this.#live) {
+      if (entry.expiresAt > now) continue;
+      this.#drop(cluster);
+      // The next event on this Lease (the cleared holder, or the agent's new holder) says the rest.
+      void this.#o.clearExpired?.(entry.lease).catch(() => {});
+    }
   }
 
   #drop(cluster: string): void {

@@ -4,17 +4,21 @@
  */
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { KubeClient } from '../../../shared/kube/client.ts';
+import type { Informer } from '../../../shared/kube/informer.ts';
+import { StatusError } from '../../../shared/kube/status.ts';
 import type { TunnelStreamKind } from '../../../shared/tunnel/protocol.ts';
-import { LeaseHolder, LeaseReader } from './leases.ts';
+import { type Lease, LeaseHolder, LeaseReader, leasesPath } from './leases.ts';
 import type { TunnelPeerOptions } from './peer-options.ts';
 import { PeerClient, PeerServer } from './peers.ts';
 import type { TunnelSink } from './registry.ts';
-import { ReplicaRouter } from './replicas.ts';
+import { ReplicaRouter, type TunnelRouteSink } from './replicas.ts';
 import type { TunnelSession } from './session.ts';
 
 export interface ReplicaSharing {
   /** The TunnelRegistry's sink. */
   sink: TunnelSink;
+  /** The tunnel Leases as this replica has them (api/fresh-read.ts compares them with the hub's). */
+  leases: Pick<Informer<Lease>, 'get'>;
   /** Starts the peer port; `local` looks up this replica's tunnels. */
   start(local: (cluster: string) => TunnelSession | undefined, bindAddress: string): Promise<number>;
   /** Releases this replica's Leases and closes the peer port. */
@@ -27,9 +31,19 @@ export interface ReplicaSharingLog {
   debug(fields: object, message: string): void;
 }
 
+/** The cluster registry, as replica sharing feeds it: routes, the Leases' records, progress. */
+export interface ClusterTunnelSink extends TunnelRouteSink {
+  setTunnelRecord(
+    cluster: string,
+    record: { replica: string; since?: string } | undefined,
+    version: number,
+  ): void;
+  advance(resourceVersion: string): void;
+}
+
 export function setUpReplicaSharing(
   options: TunnelPeerOptions & { replicaName: string },
-  deps: { hub: KubeClient; sink: TunnelSink; log: ReplicaSharingLog },
+  deps: { hub: KubeClient; sink: ClusterTunnelSink; log: ReplicaSharingLog },
 ): ReplicaSharing {
   const read = (file: string, flag: string) => {
     try {
@@ -66,6 +80,25 @@ export function setUpReplicaSharing(
       );
       router?.update(cluster);
     },
+    onRecord: (cluster, record, version) => deps.sink.setTunnelRecord(cluster, record, version),
+    onSync: (resourceVersion) => deps.sink.advance(resourceVersion),
+    clearExpired: async (lease: Lease) => {
+      const { holderIdentity, ...spec } = lease.spec ?? {};
+      if (!holderIdentity) return;
+      try {
+        // Conditional on the version seen: a holder that renewed meanwhile keeps its Lease (409).
+        await deps.hub.request('PUT', `${leasesPath(options.leaseNamespace)}/${lease.metadata?.name}`, {
+          body: { ...lease, spec },
+        });
+        deps.log.info(
+          { lease: lease.metadata?.name, replica: holderIdentity },
+          'tunnel Lease not renewed within its duration: holder cleared',
+        );
+      } catch (err) {
+        if (err instanceof StatusError && (err.code === 409 || err.code === 404)) return;
+        throw err;
+      }
+    },
     informer: {
       onError: (err, phase) =>
         deps.log.warn(
@@ -84,6 +117,7 @@ export function setUpReplicaSharing(
   const watched = [options.certFile, options.keyFile, options.caFile];
   return {
     sink: router,
+    leases: reader.informer,
     async start(local, bindAddress) {
       server = new PeerServer({
         tls,

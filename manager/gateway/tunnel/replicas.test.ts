@@ -6,15 +6,14 @@ import type { TunnelHolder } from './leases.ts';
 import { ReplicaRouter } from './replicas.ts';
 
 function setup() {
-  const endpoints = new Map<string, { endpoint: TunnelEndpoint; replica?: string }>();
+  const endpoints = new Map<string, { endpoint: TunnelEndpoint }>();
   const leases: string[] = [];
   const remote = new Map<string, TunnelHolder>();
   const dialed: string[] = [];
   const router = new ReplicaRouter({
     sink: {
-      setTunnel(cluster, endpoint, info) {
-        if (endpoint)
-          endpoints.set(cluster, { endpoint, ...(info?.replica ? { replica: info.replica } : {}) });
+      setTunnelRoute(cluster, endpoint) {
+        if (endpoint) endpoints.set(cluster, { endpoint });
         else endpoints.delete(cluster);
       },
     },
@@ -46,8 +45,8 @@ test("this replica's own tunnel wins and holds the Lease; when it goes, the othe
   assert.deepEqual(leases, ['hold c1']);
   router.setTunnel('c1', undefined);
   assert.deepEqual(leases, ['hold c1', 'release c1']);
+  // Routes only: which replica holds it shows from its Lease (leases.test.ts, tunnelLeaseRecord).
   const forwarded = endpoints.get('c1');
-  assert.equal(forwarded?.replica, 'gw-a', 'the holder shows as the replica (kubectl get -o wide)');
   await forwarded?.endpoint.dial('impersonate');
   await forwarded?.endpoint.dial();
   assert.deepEqual(dialed, ['a:9444 gw-a c1 impersonate', 'a:9444 gw-a c1 relay']);

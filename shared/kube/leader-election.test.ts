@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { failureStatus, StatusError } from '../../shared/kube/status.ts';
 import {
   LeaderElector,
   type LeaderRecord,
@@ -9,6 +8,7 @@ import {
   type LockState,
   microTime,
 } from './leader-election.ts';
+import { failureStatus, StatusError } from './status.ts';
 
 /** An in-memory Lease with the API server's optimistic concurrency. */
 class FakeLock implements LeaseLock {

@@ -16,8 +16,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { KubeClient } from '../../shared/kube/client.ts';
-import { StatusError } from '../../shared/kube/status.ts';
+import type { KubeClient } from './client.ts';
+import { StatusError } from './status.ts';
 
 export interface LeaderRecord {
   holderIdentity?: string;
@@ -54,13 +54,17 @@ export class KubeLeaseLock implements LeaseLock {
   readonly #path: string;
   readonly #namespace: string;
   readonly #name: string;
+  readonly #labels: Record<string, string> | undefined;
 
+  /** `labels` are written with every update, so an informer that selects on them sees each renewal. */
   constructor(
     client: Pick<KubeClient, 'getOptional' | 'create' | 'request'>,
     namespace: string,
     name: string,
+    labels?: Record<string, string>,
   ) {
     this.#client = client;
+    this.#labels = labels;
     this.#namespace = namespace;
     this.#name = name;
     this.#path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${name}`;
@@ -83,7 +87,11 @@ export class KubeLeaseLock implements LeaseLock {
     await this.#client.create(`/apis/coordination.k8s.io/v1/namespaces/${this.#namespace}/leases`, {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: { name: this.#name, namespace: this.#namespace },
+      metadata: {
+        name: this.#name,
+        namespace: this.#namespace,
+        ...(this.#labels ? { labels: this.#labels } : {}),
+      },
       spec: record,
     });
   }
@@ -93,7 +101,12 @@ export class KubeLeaseLock implements LeaseLock {
       body: {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
-        metadata: { name: this.#name, namespace: this.#namespace, resourceVersion },
+        metadata: {
+          name: this.#name,
+          namespace: this.#namespace,
+          resourceVersion,
+          ...(this.#labels ? { labels: this.#labels } : {}),
+        },
         spec: record,
       },
     });
