@@ -25,8 +25,9 @@ export const gatewayClusterRules: PolicyRule[] = [
   {
     apiGroups: ['cluster.open-cluster-management.io'],
     resources: ['managedclusters'],
-    // get/list/watch: clusters/managedcluster-source.ts (OCM integration). patch: the health mark of a
-    // cluster without a credential Secret (health/annotation-store.ts, a merge patch of annotations). RBAC
+    // get/list/watch: clusters/managedcluster-source.ts (OCM integration). patch: the health mark and the
+    // prober's verdict of a cluster without a credential Secret (health/annotation-store.ts, a merge patch of
+    // annotations). RBAC
     // cannot narrow it to annotations; it gives the gateway nothing it lacks (it already holds every
     // cluster's credential), and OCM's webhook still requires the accept/join permissions for
     // hubAcceptsClient and cluster-set labels.
@@ -51,7 +52,8 @@ export const gatewayCredentialRules: PolicyRule[] = [
   {
     apiGroups: [''],
     resources: ['secrets'],
-    // get/list/watch: clusters/secret-source.ts. patch: the health mark (health/annotation-store.ts).
+    // get/list/watch: clusters/secret-source.ts. patch: the health mark and the prober's verdict, as
+    // annotations (health/annotation-store.ts).
     // A Role: Secrets of the credential namespace only, never create/update/delete.
     verbs: ['get', 'list', 'watch', 'patch'],
   },
@@ -63,7 +65,9 @@ export const gatewayTunnelLeaseRules: PolicyRule[] = [
     apiGroups: ['coordination.k8s.io'],
     resources: ['leases'],
     // tunnel/leases.ts: a Lease per tunnelled cluster, written by the replica holding its tunnel and
-    // watched by the others. A released Lease is emptied, never deleted: no delete.
+    // watched by the others (which clear the holder of one no longer renewed); health/prober-leader.ts: the
+    // prober's leader election, which is also the replicas' heartbeat. A released Lease is emptied, never
+    // deleted: no delete.
     verbs: ['get', 'list', 'watch', 'create', 'update'],
   },
 ];

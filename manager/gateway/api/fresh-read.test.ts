@@ -64,3 +64,32 @@ test('a cache that never catches up is a 504 after three seconds; a hub that can
   fail();
   await fresh('c1');
 });
+
+test('concurrent reads of a cluster share the hub: those arriving during a check share the next one', async () => {
+  const { hub, cache, object } = setup();
+  hub.set('/secrets/c1', object('12'));
+  cache.set('c1', '12');
+  let gets = 0;
+  let release: (() => void) | undefined;
+  const fresh = createFreshRead({
+    hub: {
+      getOptional: async <T extends KubeObject>(path: string) => {
+        gets++;
+        await new Promise<void>((resolve) => (release = resolve));
+        return hub.get(path) as T | undefined;
+      },
+    },
+    sources: [{ path: (n) => `/secrets/${n}`, cached: (n) => cache.get(n), selects: () => true }],
+    pollMs: 1,
+  });
+  const first = fresh('c1');
+  const during = [fresh('c1'), fresh('c1'), fresh('c1')];
+  assert.equal(gets, 1, 'one check under way');
+  release?.();
+  await first;
+  await new Promise((r) => setImmediate(r));
+  assert.equal(gets, 2, 'the three that came during it share one more');
+  release?.();
+  await Promise.all(during);
+  assert.equal(gets, 2);
+});

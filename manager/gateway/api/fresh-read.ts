@@ -35,10 +35,18 @@ export interface FreshReadOptions {
   onHubError?: (err: unknown) => void;
 }
 
-/** Resolves once this replica's caches hold what the hub holds for cluster `name`. */
+/**
+ * Resolves once this replica's caches hold what the hub held for cluster `name` when the call was
+ * made. Concurrent reads of one cluster share the hub's answer: a read that arrives while a check is
+ * under way waits for the next one (which starts after it arrived, so it sees every write finished
+ * before), and everyone waiting then shares that one. Under load a cluster costs the hub one round of
+ * GETs per round trip, not one per request (`npm run bench:replicas`).
+ */
 export function createFreshRead(options: FreshReadOptions): (name: string) => Promise<void> {
   const pollMs = options.pollMs ?? 5;
-  return async (name) => {
+  const rounds = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
+
+  const check = async (name: string): Promise<void> => {
     let wanted: Array<{ source: WatchedSource; version: number | 'absent' }>;
     try {
       wanted = await Promise.all(
@@ -67,5 +75,27 @@ export function createFreshRead(options: FreshReadOptions): (name: string) => Pr
       }
       await new Promise((resolve) => setTimeout(resolve, pollMs));
     }
+  };
+
+  const start = (name: string): Promise<void> => {
+    const running = check(name);
+    const round: { running: Promise<void>; next?: Promise<void> } = { running };
+    rounds.set(name, round);
+    const settle = () => {
+      if (rounds.get(name) === round && !round.next) rounds.delete(name);
+    };
+    running.then(settle, settle);
+    return running;
+  };
+
+  return (name) => {
+    const round = rounds.get(name);
+    if (!round) return start(name);
+    // A check under way may have read the hub before this request arrived: join the next one.
+    round.next ??= round.running.then(
+      () => start(name),
+      () => start(name),
+    );
+    return round.next;
   };
 }

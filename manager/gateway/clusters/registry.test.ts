@@ -302,3 +302,22 @@ test('a ManagedCluster that becomes trusted (accepted, then joined) changes the 
   assert.deepEqual(registry.get('a')?.endpoint, { type: 'Const', address: 'https://m', insecure: false });
   assert.deepEqual(events, ['ADDED a 1', 'MODIFIED a 1', 'MODIFIED a 1', 'MODIFIED a 1']);
 });
+
+test('without replica sharing, its own tunnels are numbered above every revision seen, deletions too', () => {
+  const registry = new ClusterRegistry();
+  const events = record(registry);
+  registry.advance('40');
+  registry.setTunnel('agent-only', tunnel(), {
+    connectedAt: new Date('2026-03-01T00:00:00.400Z'),
+    replica: 'gw-1',
+  });
+  assert.deepEqual(registry.get('agent-only')?.tunnel, {
+    connected: true,
+    since: '2026-03-01T00:00:00Z',
+    replica: 'gw-1',
+  });
+  registry.setTunnel('agent-only', undefined);
+  assert.equal(registry.get('agent-only'), undefined);
+  assert.deepEqual(events, ['ADDED agent-only 41', 'DELETED agent-only 42']);
+  assert.equal(registry.version, '42');
+});

@@ -294,6 +294,8 @@ export class ClusterRegistry implements VersionedDirectory, SecretSink, ManagedC
    * 'expired' when older than the history (410: relist), 'ahead' when not applied yet.
    */
   eventsSince(resourceVersion: string): HistoryAnswer {
+    // Synced without a version to note it at (every list empty or absent): the history starts now.
+    this.#noteSynced();
     if (!/^\d{1,15}$/.test(resourceVersion)) return { kind: 'expired' };
     const since = Number(resourceVersion);
     if (since > Number(this.version)) return { kind: 'ahead' };
@@ -335,8 +337,13 @@ export class ClusterRegistry implements VersionedDirectory, SecretSink, ManagedC
     if (!merged) {
       if (!previous) return;
       this.#current.delete(name);
+      const version = Math.max(
+        eventVersion,
+        entry.removedAt,
+        entry.localAt,
+        Number(previous.target.resourceVersion),
+      );
       entry.removedAt = 0;
-      const version = Math.max(eventVersion, Number(previous.target.resourceVersion));
       this.#emit({ type: 'DELETED', cluster: { ...previous.target, resourceVersion: String(version) } });
       return;
     }
