@@ -29,6 +29,7 @@ import { SecretSource } from './clusters/secret-source.ts';
 import { HealthAnnotationStore } from './health/annotation-store.ts';
 import { HealthProber } from './health/prober.ts';
 import { startProberLeadership } from './health/prober-leader.ts';
+import { createVerdictRecorder } from './health/verdict-recorder.ts';
 import { logProxiedRequest } from './identity/access-log.ts';
 import { startProxyIdentity } from './identity/setup.ts';
 import { MemoryTrimmer, takeCollector } from './memory-trim.ts';
@@ -208,6 +209,7 @@ const healthStore = new HealthAnnotationStore({
   managedClusters: managedClusters?.informer,
   log,
 });
+const recordVerdict = createVerdictRecorder({ store: healthStore, registry, log });
 let prober: HealthProber | undefined;
 setHealthProberSource(() => ({ tracked: prober?.tracked ?? 0, unprobed: prober?.unprobed ?? 0 }));
 
@@ -216,18 +218,7 @@ function createProber(): HealthProber {
     list: () => registry.list(),
     setHealth: (name, health) => {
       recordHealthProbe(health.healthy);
-      healthStore
-        .recordProbe(name, health)
-        .then((outcome) => {
-          // Only its tunnel stands for this cluster: the verdict stays this replica's own.
-          if (outcome === 'nowhere') registry.setHealth(name, health);
-        })
-        .catch((err: Error) =>
-          log.warn(
-            { cluster: name, err: err.message },
-            'cannot record the probe verdict; the next probe retries',
-          ),
-        );
+      void recordVerdict(name, health);
     },
     // Only an accepted, joined ManagedCluster may mark its cluster unavailable (see managedcluster-source.ts).
     managedClusterHealth: (name) => {

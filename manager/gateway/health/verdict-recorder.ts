@@ -1,0 +1,29 @@
+/**
+ * Where a probe verdict goes: onto the cluster's hub object (annotation-store.ts recordProbe), so that
+ * every replica shows it; into this replica's registry only when there is no such object (a cluster
+ * known by its tunnel alone) or the write failed (the gateway may not patch it, the hub is away). A
+ * verdict kept in memory wins over a recorded one, so it is cleared as soon as one is recorded: a
+ * cluster whose Secret appears after it was probed as tunnel-only must not keep the old verdict.
+ */
+import type { ClusterHealth } from '../clusters/cluster.ts';
+
+export interface VerdictRecorderOptions {
+  store: { recordProbe(name: string, health: ClusterHealth): Promise<'written' | 'unchanged' | 'nowhere'> };
+  registry: { setHealth(name: string, health: ClusterHealth | undefined): void };
+  log?: { warn(o: object, m: string): void };
+}
+
+export function createVerdictRecorder(options: VerdictRecorderOptions) {
+  return async (name: string, health: ClusterHealth): Promise<void> => {
+    try {
+      const outcome = await options.store.recordProbe(name, health);
+      options.registry.setHealth(name, outcome === 'nowhere' ? health : undefined);
+    } catch (err) {
+      options.registry.setHealth(name, health);
+      options.log?.warn(
+        { cluster: name, err: (err as Error).message },
+        'cannot record the probe verdict on the hub; this replica shows it, the next probe retries',
+      );
+    }
+  };
+}
