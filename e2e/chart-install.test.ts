@@ -33,6 +33,7 @@ import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
 import { nodeChartValues } from '../hack/localenv/chart.ts';
 import { type Pod, podsOf } from '../hack/localenv/pods.ts';
+import { type Rollout, rolloutComplete } from '../hack/localenv/rollout.ts';
 import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
 import {
   apiServiceName,
@@ -118,31 +119,12 @@ async function gatewayPods(): Promise<(GatewayPod & { ip: string })[]> {
  * available, no pod of an older one left (not even terminating). Returns its pods.
  */
 async function gatewayRolledOut(timeoutMs = 120_000): Promise<(GatewayPod & { ip: string })[]> {
-  type Rollout = KubeObject & {
-    metadata: { generation?: number };
-    spec: { replicas: number };
-    status?: {
-      observedGeneration?: number;
-      replicas?: number;
-      updatedReplicas?: number;
-      readyReplicas?: number;
-      availableReplicas?: number;
-    };
-  };
   return waitFor(
     'the gateway rollout complete: every replica of the latest template Ready, no other pod left',
     async () => {
       const d = await hub.get<Rollout>(deploymentPath(gatewayName));
       const want = d.spec.replicas;
-      const st = d.status;
-      if (
-        (st?.observedGeneration ?? 0) < (d.metadata.generation ?? 0) ||
-        st?.replicas !== want ||
-        st.updatedReplicas !== want ||
-        st.readyReplicas !== want ||
-        st.availableReplicas !== want
-      )
-        return undefined;
+      if (!rolloutComplete(d)) return undefined;
       const all = await podsOf(hub, namespace, gatewayLabelSelector);
       const pods = await gatewayPods();
       return all.length === want && pods.length === want ? pods : undefined;

@@ -41,6 +41,7 @@ import { auditLogPath } from '../hack/localenv/apiserver.ts';
 import { binaryPath } from '../hack/localenv/binaries.ts';
 import { nodeChartValues } from '../hack/localenv/chart.ts';
 import { type Pod, podsOf } from '../hack/localenv/pods.ts';
+import { type Rollout, rolloutComplete, serviceEndpoints } from '../hack/localenv/rollout.ts';
 import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
 import {
   apiServiceName,
@@ -151,42 +152,18 @@ async function gatewayPods(): Promise<GatewayPod[]> {
  * ready: from then on the aggregator picks among these three. Returns the pods.
  */
 async function gatewayRolledOut(timeoutMs = 120_000): Promise<GatewayPod[]> {
-  type Rollout = KubeObject & {
-    metadata: { generation?: number };
-    spec: { replicas: number };
-    status?: {
-      observedGeneration?: number;
-      replicas?: number;
-      updatedReplicas?: number;
-      readyReplicas?: number;
-      availableReplicas?: number;
-    };
-  };
-  type Slice = KubeObject & { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] };
   return waitFor(
     `the gateway rollout complete: ${replicas} Ready pods of the latest template, no other, all of them (and only them) ready endpoints`,
     async () => {
       const d = await hub.get<Rollout>(deploymentPath(gatewayName));
-      const st = d.status;
-      if (
-        d.spec.replicas !== replicas ||
-        (st?.observedGeneration ?? 0) < (d.metadata.generation ?? 0) ||
-        st?.replicas !== replicas ||
-        st.updatedReplicas !== replicas ||
-        st.readyReplicas !== replicas ||
-        st.availableReplicas !== replicas
-      )
-        return undefined;
+      if (!rolloutComplete(d, replicas)) return undefined;
       const all = await podsOf(hub, namespace, gatewayLabelSelector);
       const pods = await gatewayPods();
       if (all.length !== replicas || pods.length !== replicas) return undefined;
-      const slices = await hub.list<Slice>(
-        `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${gatewayName}`)}`,
-      );
-      const endpoints = slices.items.flatMap((s) => s.endpoints ?? []);
+      const endpoints = await serviceEndpoints(hub, namespace, gatewayName);
       const ips = pods.map((p) => p.ip).sort();
-      const listed = endpoints.map((e) => e.addresses[0] ?? '').sort();
-      const ready = endpoints.every((e) => e.conditions?.ready !== false);
+      const listed = endpoints.map((e) => e.address).sort();
+      const ready = endpoints.every((e) => e.ready);
       return ready && isDeepStrictEqual(listed, ips) ? pods : undefined;
     },
     { timeoutMs, intervalMs: 250 },

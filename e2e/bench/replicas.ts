@@ -61,6 +61,7 @@ import {
 import { startEnvironment } from '../../hack/localenv/environment.ts';
 import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import { containerPids, type Pod, podReady, podsOf } from '../../hack/localenv/pods.ts';
+import { type Rollout, rolloutComplete, serviceEndpoints } from '../../hack/localenv/rollout.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
 import { apiServicePath, gatewayLabelSelector } from '../../manager/addon/gateway-deploy/names.ts';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
@@ -197,18 +198,6 @@ interface GatewayPod {
  * e2e/chart-install.test.ts waits for a rollout and for the APIService to point at the install.
  */
 async function rolledOut(hub: KubeClient, replicas: number): Promise<GatewayPod[]> {
-  type Rollout = KubeObject & {
-    metadata: { generation?: number };
-    spec: { replicas: number };
-    status?: {
-      observedGeneration?: number;
-      replicas?: number;
-      updatedReplicas?: number;
-      readyReplicas?: number;
-      availableReplicas?: number;
-    };
-  };
-  type Slice = KubeObject & { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] };
   let state = 'nothing read yet';
   return waitFor(
     `exactly ${replicas} gateway pods Ready, in the Service's endpoints, the APIService Available`,
@@ -218,27 +207,14 @@ async function rolledOut(hub: KubeClient, replicas: number): Promise<GatewayPod[
       );
       const st = d?.status;
       state = `Deployment ${JSON.stringify({ spec: d?.spec.replicas, ...st })}`;
-      if (
-        !d ||
-        d.spec.replicas !== replicas ||
-        (st?.observedGeneration ?? 0) < (d.metadata.generation ?? 0) ||
-        st?.replicas !== replicas ||
-        st.updatedReplicas !== replicas ||
-        st.readyReplicas !== replicas ||
-        st.availableReplicas !== replicas
-      )
-        return undefined;
+      if (!rolloutComplete(d, replicas)) return undefined;
       const all = await podsOf(hub, namespace, gatewayLabelSelector);
       const ready = all.filter(podReady);
       state = `${all.length} gateway pods, ${ready.length} Ready`;
       if (all.length !== replicas || ready.length !== replicas) return undefined;
-      const slices = await hub.list<Slice>(
-        `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices?labelSelector=${encodeURIComponent(`kubernetes.io/service-name=${gatewayName}`)}`,
-      );
-      const endpoints = slices.items
-        .flatMap((s) => s.endpoints ?? [])
-        .filter((e) => e.conditions?.ready !== false)
-        .flatMap((e) => e.addresses)
+      const endpoints = (await serviceEndpoints(hub, namespace, gatewayName))
+        .filter((e) => e.ready)
+        .map((e) => e.address)
         .sort();
       const ips = ready.map((p) => p.status?.podIP ?? '').sort();
       state = `endpoints [${endpoints.join(', ')}], pod IPs [${ips.join(', ')}]`;
