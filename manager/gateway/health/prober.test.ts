@@ -358,3 +358,33 @@ test('a cluster whose endpoint, credential or problem changes is probed again at
   await h.settle();
   assert.equal(load.total - total, 1);
 });
+
+test('a cluster unreachable through its tunnel: healthyReason names the path, the network error stays in the log', async () => {
+  const logged: object[] = [];
+  const h = harness(0, {
+    log: { debug: () => {}, info: (fields) => void logged.push(fields) },
+  });
+  const tunnelled: ClusterTarget = {
+    ...target('t1'),
+    endpoint: {
+      type: 'ClusterProxy',
+      serverName: 'kubernetes.default.svc',
+      insecure: false,
+      // What a route to a chosen address would fail with: the error a port scanner reads.
+      dial: () => Promise.reject(new Error('connect ECONNREFUSED 10.9.9.9:1')),
+    },
+  };
+  const first = await h.prober.probe(tunnelled);
+  assert.equal(first.healthy, false);
+  assert.doesNotMatch(first.reason ?? '', /ECONNREFUSED|10\.9\.9\.9/);
+  assert.match(first.reason ?? '', /agent tunnel/);
+  await h.prober.probe(tunnelled);
+  assert.equal(logged.length, 1, 'logged once while it stays the same');
+  assert.match(JSON.stringify(logged[0]), /ECONNREFUSED 10\.9\.9\.9:1/);
+  // A cluster reached without a tunnel keeps its precise reason (its endpoint is the credential owner's).
+  const direct = await h.prober.probe({
+    ...target('d1'),
+    endpoint: { type: 'Const', address: 'http://127.0.0.1:1', insecure: false },
+  });
+  assert.match(direct.reason ?? '', /ECONNREFUSED/);
+});

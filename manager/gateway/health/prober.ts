@@ -113,6 +113,8 @@ export class HealthProber {
   readonly #jitter: number;
   readonly #tickMs: number;
   readonly #schedules = new Map<string, Schedule>();
+  /** The last tunnel error logged per cluster (healthyReason does not carry it). */
+  readonly #tunnelErrors = new Map<string, string>();
   #queue: Schedule[] = [];
   #queueHead = 0;
   /** Queued entries of clusters deleted since the queue was last compacted. */
@@ -311,6 +313,33 @@ export class HealthProber {
       return { healthy: false, reason: `ManagedCluster not available: ${managed.reason ?? 'unknown'}` };
     }
     if (target.problem) return { healthy: false, reason: target.problem };
+    const health = await this.#reach(target);
+    if (
+      health.healthy ||
+      target.endpoint?.type !== 'ClusterProxy' ||
+      !health.reason?.startsWith('unreachable')
+    ) {
+      return health;
+    }
+    // Through a tunnel, the network error is about whatever the route named (a replica's address from a Lease,
+    // a stream the agent failed to open): public healthyReason says which path failed, never the error that
+    // would tell an open port from a closed one; operators find it in the log.
+    // Logged when it changes, not at every probe.
+    if (this.#tunnelErrors.get(target.name) !== health.reason) {
+      if (this.#tunnelErrors.size > 10_000) this.#tunnelErrors.clear();
+      this.#tunnelErrors.set(target.name, health.reason);
+      this.#o.log?.info?.(
+        { cluster: target.name, err: health.reason },
+        'cluster unreachable through its tunnel',
+      );
+    }
+    return {
+      healthy: false,
+      reason: 'unreachable through its agent tunnel (the gateway log has the details)',
+    };
+  }
+
+  async #reach(target: ClusterTarget): Promise<ClusterHealth> {
     const upstream = this.#o.pools.get(target);
     if (typeof upstream === 'string') return { healthy: false, reason: upstream };
     const timeoutMs = this.#o.timeoutMs ?? 5000;

@@ -15,6 +15,11 @@ export const CLUSTER_GATEWAYS_PREFIX = '/apis/cluster.core.oam.dev/v1alpha1/clus
 /** A DNS-1123 subdomain, as Kubernetes requires for Secret and ManagedCluster names: dots allowed. */
 const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** Whether `name` can name a cluster: a DNS-1123 subdomain of at most 253 characters. */
+export function isClusterName(name: string): boolean {
+  return name.length <= 253 && CLUSTER_NAME.test(name);
+}
+
 /** Anything that may need cleaning: empty or dot segments, or an encoded `/` or `.`. */
 const NEEDS_CLEANING = /\/\/|\/\.|%2[eEfF]/;
 const ENCODED_SLASH = /%2[fF]/g;

@@ -311,3 +311,116 @@ test('the reader records every tunnel Lease (its own too) and clears the holder 
   assert.deepEqual(records, ['c1 gw-a 5', 'mine gw-b 6']);
   assert.deepEqual(cleared, ['cluster-gateway-tunnel-c1 5'], "only the other replica's, at the version seen");
 });
+
+test('a Lease whose cluster is not a DNS-1123 subdomain is no tunnel Lease, even under the name derived from it', () => {
+  const hostile = `/../../x\n"><svg onload=1>\u202e${'a'.repeat(240)}`;
+  const lease = tunnelLease(ns, { ...holderA, cluster: hostile }, new Date());
+  assert.equal(lease.metadata?.name, leaseName(hostile), 'the hashed name a forger would use');
+  assert.equal(readTunnelLease(lease), undefined);
+  assert.equal(tunnelLeaseRecord(lease), undefined);
+  const long = 'a'.repeat(253);
+  assert.equal(readTunnelLease(tunnelLease(ns, { ...holderA, cluster: long }, new Date()))?.cluster, long);
+});
+
+test("another replica's Lease routes and shows connected only once its holder proved who it is, in event order", async () => {
+  const proofs = new Map<string, (ok: boolean) => void>();
+  const asked: string[] = [];
+  const events: string[] = [];
+  const reader = new LeaseReader({
+    client: {} as KubeClient,
+    namespace: ns,
+    replica: 'gw-b',
+    onChange: (cluster, holder) => events.push(`route ${cluster} ${holder?.replica ?? '-'}`),
+    onRecord: (cluster, holder, version) =>
+      events.push(`record ${cluster} ${holder?.replica ?? '-'} ${version}`),
+    onSync: (rv) => events.push(`sync ${rv}`),
+    verifyHolder: (holder) => {
+      asked.push(`${holder.replica}@${holder.address}`);
+      return new Promise((resolve) => proofs.set(holder.replica, resolve));
+    },
+  });
+  const at = (lease: Lease, rv: string): Lease => ({
+    ...lease,
+    metadata: { ...lease.metadata, resourceVersion: rv },
+  });
+  const forged = at(tunnelLease(ns, { ...holderA, replica: 'evil', address: '10.9.9.9:1' }, new Date()), '7');
+  const real = at(tunnelLease(ns, { ...holderA, cluster: 'c2' }, new Date()), '8');
+  reader.receive({ type: 'seen', lease: forged });
+  reader.receive({ type: 'seen', lease: real });
+  assert.deepEqual(events, [], 'nothing applied before the proofs');
+  assert.deepEqual(asked, ['evil@10.9.9.9:1']);
+  proofs.get('evil')?.(false);
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(asked, ['evil@10.9.9.9:1', 'gw-a@10.0.0.1:9444'], 'asked in turn');
+  proofs.get('gw-a')?.(true);
+  await reader.settled();
+  assert.deepEqual(events, ['record c1 - 7', 'record c2 gw-a 8', 'route c2 gw-a']);
+  assert.equal(reader.get('c1'), undefined, 'the unproven holder gets no request');
+  assert.equal(reader.get('c2')?.replica, 'gw-a');
+  // A renewal of a proven holder applies at once, without asking again.
+  reader.observe(at(tunnelLease(ns, { ...holderA, cluster: 'c2' }, new Date()), '9'));
+  assert.equal(asked.length, 2);
+  assert.equal(events.at(-1), 'record c2 gw-a 9');
+});
+
+test('the informer events are applied in order: a version is synced only after the records before it', async () => {
+  let prove: (ok: boolean) => void = () => {};
+  const events: string[] = [];
+  const reader = new LeaseReader({
+    client: {} as KubeClient,
+    namespace: ns,
+    replica: 'gw-b',
+    onChange: () => {},
+    onRecord: (cluster, holder, version) =>
+      events.push(`record ${cluster} ${holder?.replica ?? '-'} ${version}`),
+    onSync: (rv) => events.push(`sync ${rv}`),
+    verifyHolder: () => new Promise((resolve) => (prove = resolve)),
+  });
+  const at = (lease: Lease, rv: string): Lease => ({
+    ...lease,
+    metadata: { ...lease.metadata, resourceVersion: rv },
+  });
+  reader.receive({ type: 'seen', lease: at(tunnelLease(ns, holderA, new Date()), '12') });
+  reader.receive({ type: 'synced', resourceVersion: '12' });
+  const mine = tunnelLease(ns, { ...holderA, cluster: 'mine', replica: 'gw-b' }, new Date());
+  reader.receive({ type: 'seen', lease: at(mine, '13') });
+  assert.deepEqual(events, [], 'the sync and a later Lease wait for the proof');
+  prove(true);
+  await reader.settled();
+  assert.deepEqual(events, ['record c1 gw-a 12', 'sync 12', 'record mine gw-b 13']);
+});
+
+test('a holder whose renewal finds another holder lets the tunnel go and says so', async () => {
+  const api = fakeApiserver();
+  const lost: string[] = [];
+  const a = new LeaseHolder({
+    client: api.client,
+    namespace: ns,
+    replica: 'gw-a',
+    address: 'a:1',
+    durationSeconds: 3,
+    onLost: (cluster, holder) => lost.push(`${cluster} ${holder}`),
+  });
+  a.hold('c1', new Date());
+  await settle();
+  // Someone else's write (another replica, or a forged update) names another holder.
+  const current = api.store.get(pathOf('c1')) as Lease;
+  api.store.set(pathOf('c1'), {
+    ...current,
+    metadata: {
+      ...current.metadata,
+      resourceVersion: String(Number(current.metadata?.resourceVersion) + 100),
+    },
+    spec: { ...current.spec, holderIdentity: 'evil' },
+  });
+  a.start();
+  await new Promise((r) => setTimeout(r, 1_200));
+  assert.deepEqual(lost, ['c1 evil']);
+  assert.deepEqual(a.held, [], 'no longer believes it holds the tunnel');
+  assert.equal(api.store.get(pathOf('c1'))?.spec?.holderIdentity, 'evil', 'and does not fight over it');
+  // The agent's next connection takes it back.
+  a.hold('c1', new Date());
+  await settle();
+  assert.equal(api.store.get(pathOf('c1'))?.spec?.holderIdentity, 'gw-a');
+  await a.stop();
+});

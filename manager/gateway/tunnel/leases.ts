@@ -18,11 +18,21 @@
  *   the Lease alone, the same on every replica (LeaseReader's onRecord), at the revision of the write
  *   that took it: renewals change the Lease's resourceVersion but not what it says, so the holder
  *   records that revision in an annotation on its first renewal (`acquiredRevisionAnnotation`).
+ *
+ * A Lease is untrusted input: anyone allowed to write Leases in this namespace could write one (the chart's
+ * admission policy keeps that to the gateway's ServiceAccount; this file does not rely on it). So a Lease
+ * counts only when its cluster is a DNS-1123 subdomain whose Lease name is the one this code derives from it,
+ * and another replica's Lease only once its holder has proven over the peer port that it is that replica
+ * (LeaseReaderOptions.verifyHolder, a peer certificate from the hub's signer naming it): until then it neither
+ * routes nor shows the cluster connected. A holder whose renewal finds another holder stops serving the
+ * tunnel (LeaseHolderOptions.onLost): the agent reconnects and takes the Lease again, so a forged update costs
+ * a reconnect, never a tunnel that silently stops renewing.
  */
 import { createHash } from 'node:crypto';
 import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
 import { Informer, type InformerOptions } from '../../../shared/kube/informer.ts';
 import { StatusError } from '../../../shared/kube/status.ts';
+import { isClusterName } from '../proxy/path.ts';
 
 export const leaseLabel = 'cluster.core.oam.dev/tunnel-lease';
 export const leaseClusterAnnotation = 'cluster.core.oam.dev/cluster-name';
@@ -120,6 +130,7 @@ export function readTunnelLease(lease: Lease): TunnelHolder | undefined {
   const replica = lease.spec?.holderIdentity;
   const duration = lease.spec?.leaseDurationSeconds;
   if (!cluster || !address || !replica || !duration || duration <= 0) return undefined;
+  if (!isClusterName(cluster)) return undefined;
   // The name must be the cluster's: anyone able to write one Lease must not be able to redirect another cluster.
   if (lease.metadata?.name !== leaseName(cluster)) return undefined;
   const acquired = lease.spec?.acquireTime ? new Date(lease.spec.acquireTime) : undefined;
@@ -141,7 +152,7 @@ export function tunnelLeaseRecord(
   lease: Lease,
 ): { cluster: string; holder?: { replica: string; since?: string }; version: number } | undefined {
   const cluster = lease.metadata?.annotations?.[leaseClusterAnnotation];
-  if (!cluster || lease.metadata?.name !== leaseName(cluster)) return undefined;
+  if (!cluster || !isClusterName(cluster) || lease.metadata?.name !== leaseName(cluster)) return undefined;
   const version = revision(lease.metadata?.resourceVersion);
   const replica = lease.spec?.holderIdentity;
   if (!replica) return { cluster, version };
@@ -173,6 +184,11 @@ export interface LeaseHolderOptions {
   address: string;
   durationSeconds: number;
   onError?: (cluster: string, err: unknown) => void;
+  /**
+   * A renewal found another holder: this replica no longer holds `cluster`'s tunnel and stops serving it
+   * (replica-setup.ts drains the local tunnel; the agent reconnects and its new connection takes the Lease).
+   */
+  onLost?: (cluster: string, holder: string) => void;
   now?: () => Date;
 }
 
@@ -251,7 +267,15 @@ export class LeaseHolder {
       const current =
         attempt === 0 && this.#written.has(cluster) ? this.#written.get(cluster) : await this.#get(path);
       const holder = current?.spec?.holderIdentity;
-      if (intent === 'renew' && holder && holder !== this.#o.replica) return;
+      if (intent === 'renew' && holder && holder !== this.#o.replica) {
+        // Lost: never keep believing it (the Lease would expire while the tunnel is served here) and never
+        // take it back (the agent's newest connection is elsewhere, or the holder is forged): let go.
+        this.#held.delete(cluster);
+        this.#written.delete(cluster);
+        this.#acquired.delete(cluster);
+        this.#o.onLost?.(cluster, holder);
+        return;
+      }
       const lease = tunnelLease(
         this.#o.namespace,
         {
@@ -333,6 +357,14 @@ export interface LeaseReaderOptions {
   /** The Lease informer applied everything up to `resourceVersion` (renewals and the heartbeat too). */
   onSync?: (resourceVersion: string) => void;
   /**
+   * Whether another replica's Lease names a live gateway replica that proves it is its holder (PeerClient.verify).
+   * A Lease whose holder cannot prove it is treated as released: no route, shown disconnected. Without it
+   * every well-formed Lease is believed (single-process tests).
+   */
+  verifyHolder?: (holder: TunnelHolder) => Promise<boolean>;
+  /** A holder's proof is asked again after this long (default 60 s); a failed one after 10 s. */
+  verifiedForMs?: number;
+  /**
    * Clears the holder of a Lease whose holder stopped renewing (a conditional update, so one replica
    * wins and the rest get a 409). Without it, a dead holder's Lease keeps saying connected.
    */
@@ -348,6 +380,15 @@ export class LeaseReader {
   readonly #o: LeaseReaderOptions;
   readonly informer: Informer<Lease>;
   readonly #live = new Map<string, { holder: TunnelHolder; expiresAt: number; key: string; lease: Lease }>();
+  /**
+   * Lease events are applied one after the other, each after its holder's proof: a record never overtakes a
+   * later one, and onSync (the registry's list version) never passes a record still being checked.
+   */
+  #queue: Promise<void> = Promise.resolve();
+  /** How many queued steps are not done: zero means the next event applies at once. */
+  #waiting = 0;
+  /** Proofs by holder and address: the pending or settled answer and until when it stands. */
+  readonly #proofs = new Map<string, { answer: Promise<boolean>; until: number; settled?: boolean }>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(options: LeaseReaderOptions) {
@@ -360,11 +401,23 @@ export class LeaseReader {
       labelSelector: leaseLabel,
     });
     this.informer.on({
-      onAdd: (lease) => this.observe(lease),
-      onUpdate: (_old, lease) => this.observe(lease),
-      onDelete: (lease) => this.forget(lease),
-      onSync: (resourceVersion) => this.#o.onSync?.(resourceVersion),
+      onAdd: (lease) => this.receive({ type: 'seen', lease }),
+      onUpdate: (_old, lease) => this.receive({ type: 'seen', lease }),
+      onDelete: (lease) => this.receive({ type: 'deleted', lease }),
+      onSync: (resourceVersion) => this.receive({ type: 'synced', resourceVersion }),
     });
+  }
+
+  /**
+   * One informer event, applied after those before it (a proof may hold one back). The informer's handlers
+   * call it; public for tests.
+   */
+  receive(
+    event: { type: 'seen' | 'deleted'; lease: Lease } | { type: 'synced'; resourceVersion: string },
+  ): void {
+    if (event.type === 'seen') this.#enqueue(() => this.observe(event.lease));
+    else if (event.type === 'deleted') this.#enqueue(() => this.forget(event.lease));
+    else this.#enqueue(() => this.#o.onSync?.(event.resourceVersion));
   }
 
   start(): void {
@@ -384,12 +437,49 @@ export class LeaseReader {
     return entry && entry.expiresAt > this.#now() ? entry.holder : undefined;
   }
 
-  /** A Lease seen (added or changed): live for its duration from now. Public for tests. */
-  observe(lease: Lease): void {
-    const key = lease.metadata?.name ?? '';
-    const record = tunnelLeaseRecord(lease);
-    if (record) this.#o.onRecord?.(record.cluster, record.holder, record.version);
+  /** Resolves once every Lease event seen so far has been applied. Public for tests. */
+  settled(): Promise<void> {
+    return this.#queue;
+  }
+
+  /** Runs `work` now when nothing is waiting for a proof, else after what waits (in order). */
+  #enqueue(work: () => void | Promise<void>): void {
+    if (this.#waiting === 0) {
+      const result = work();
+      if (!result) return;
+      this.#wait(result);
+      return;
+    }
+    this.#wait(this.#queue.then(work));
+  }
+
+  #wait(work: Promise<void>): void {
+    this.#waiting++;
+    const done = work.catch(() => {}).finally(() => this.#waiting--);
+    this.#queue = done;
+  }
+
+  /**
+   * A Lease seen (added or changed): live for its duration from now. Synchronous unless the holder's proof
+   * is still to be asked. Public for tests.
+   */
+  observe(lease: Lease): void | Promise<void> {
     const holder = readTunnelLease(lease);
+    // Another replica's claim counts once that replica proved it holds it: a Lease alone is not believed.
+    if (!holder || holder.replica === this.#o.replica) return this.#apply(lease, holder);
+    const proof = this.#proven(holder);
+    if (typeof proof === 'boolean') return this.#apply(lease, proof ? holder : undefined);
+    return proof.then((ok) => this.#apply(lease, ok ? holder : undefined));
+  }
+
+  /** Applies `lease` with `holder`, its proven holder (undefined: released, malformed or unproven). */
+  #apply(lease: Lease, holder: TunnelHolder | undefined): void {
+    const key = lease.metadata?.name ?? '';
+    let record = tunnelLeaseRecord(lease);
+    if (record?.holder && record.holder.replica !== this.#o.replica && !holder) {
+      record = { cluster: record.cluster, version: record.version };
+    }
+    if (record) this.#o.onRecord?.(record.cluster, record.holder, record.version);
     const previous = [...this.#live.entries()].find(([, e]) => e.key === key);
     if (!holder || holder.replica === this.#o.replica) {
       if (previous) this.#drop(previous[0]);
@@ -423,6 +513,34 @@ export class LeaseReader {
       // The next event on this Lease (the cleared holder, or the agent's new holder) says the rest.
       void this.#o.clearExpired?.(entry.lease).catch(() => {});
     }
+  }
+
+  /**
+   * Whether `holder` proved it is the replica its Lease names (the answer itself once known), asked at most
+   * once per period.
+   */
+  #proven(holder: TunnelHolder): boolean | Promise<boolean> {
+    const verify = this.#o.verifyHolder;
+    if (!verify) return true;
+    const key = `${holder.replica}\n${holder.address}`;
+    const now = this.#now();
+    const known = this.#proofs.get(key);
+    if (known && known.until > now) return known.settled ?? known.answer;
+    const answer = verify(holder).catch(() => false);
+    const entry: { answer: Promise<boolean>; until: number; settled?: boolean } = {
+      answer,
+      until: Number.POSITIVE_INFINITY,
+    };
+    this.#proofs.set(key, entry);
+    void answer.then((ok) => {
+      entry.settled = ok;
+      entry.until = this.#now() + (ok ? (this.#o.verifiedForMs ?? 60_000) : 10_000);
+    });
+    // Bounded: proofs of replicas long gone are not kept.
+    if (this.#proofs.size > 1000) {
+      for (const [k, e] of this.#proofs) if (e.until <= now) this.#proofs.delete(k);
+    }
+    return answer;
   }
 
   #drop(cluster: string): void {
