@@ -1,10 +1,23 @@
 /**
- * Which CertificateSigningRequests the manager approves: only the ones the
- * cluster's own klusterlet registration agent made for our addon's agent on
- * that cluster, asking for exactly the subject we published in
- * `status.registrations`. Anything else stays pending for a human (or another
- * approver) to judge: a CSR is the one way to obtain a hub identity, so this
- * check is a security boundary.
+ * What the manager does with a CertificateSigningRequest labelled for our
+ * addon (`open-cluster-management.io/addon-name`):
+ * - approve it when the cluster's own klusterlet registration agent made it
+ *   for our addon's agent on that cluster, asking for exactly the subject we
+ *   published in `status.registrations`: a CSR is the one way to obtain a hub
+ *   identity, so this check is a security boundary;
+ * - deny it when its labels and its requester, subject, signer or usages
+ *   disagree. Leaving such a CSR pending is not harmless: OCM's registration
+ *   agent stops asking for an addon's certificate while 10 CSRs carry that
+ *   cluster/addon label pair (ocm register/csr options.go addonCSRThreshold;
+ *   it counts labels only), and any klusterlet may create CSRs with any
+ *   labels, so ten forged ones would stop another cluster's issuance and
+ *   rotation. Denied, they are deleted (csr-approver.ts);
+ * - wait only when the request is right but the addon is not (yet) enabled on
+ *   the cluster in our cache: looked at again when the addon shows up; such a
+ *   CSR can only come from that cluster's own agent, so it weighs on its own
+ *   quota alone.
+ * A CSR without our addon label is never ours to judge (the gateway replicas'
+ * peer CSRs, for one, have an approver of their own).
  *
  * Stricter than addon-framework's DefaultCSRApprover, which accepts any
  * requester whose name merely *starts with* `system:open-cluster-management:<cluster>`
@@ -39,7 +52,14 @@ export interface CertificateSigningRequest extends KubeObject {
   status?: { conditions?: { type: string; status: string; reason?: string }[] };
 }
 
-export type CsrDecision = { approve: true; cluster: string } | { approve: false; why: string };
+export type CsrDecision =
+  | { verdict: 'approve'; cluster: string }
+  /** Labelled for this addon, but not what the labelled cluster's registration agent asks for. */
+  | { verdict: 'deny'; why: string }
+  /** Right in every respect but the addon is not enabled on the cluster (in our cache, yet). */
+  | { verdict: 'wait'; why: string }
+  /** Not labelled for this addon: someone else's to judge. */
+  | { verdict: 'ignore'; why: string };
 
 export interface CsrApprovalContext {
   addonName: string;
@@ -51,23 +71,28 @@ export interface CsrApprovalContext {
 
 /** Approved or denied already: nothing to decide. */
 export function isDecided(csr: CertificateSigningRequest): boolean {
-  return (csr.status?.conditions ?? []).some(
-    (c) => (c.type === 'Approved' || c.type === 'Denied') && c.status !== 'False',
-  );
+  return hasCondition(csr, 'Approved') || hasCondition(csr, 'Denied');
+}
+
+/** Denied (by anyone), or approved but the signer failed: it will never yield a certificate. */
+export function isDeniedOrFailed(csr: CertificateSigningRequest): boolean {
+  return hasCondition(csr, 'Denied') || hasCondition(csr, 'Failed');
+}
+
+function hasCondition(csr: CertificateSigningRequest, type: string): boolean {
+  return (csr.status?.conditions ?? []).some((c) => c.type === type && c.status !== 'False');
 }
 
 export function decideCsr(csr: CertificateSigningRequest, context: CsrApprovalContext): CsrDecision {
+  const deny = (why: string): CsrDecision => ({ verdict: 'deny', why });
   const labels = csr.metadata.labels ?? {};
   if (labels[addonNameLabel] !== context.addonName) {
-    return { approve: false, why: `not for addon ${context.addonName}` };
+    return { verdict: 'ignore', why: `not labelled for addon ${context.addonName}` };
   }
   const cluster = labels[clusterNameLabel];
-  if (!cluster) return { approve: false, why: `no ${clusterNameLabel} label` };
+  if (!cluster) return deny(`no ${clusterNameLabel} label`);
   if (csr.spec.signerName !== kubeApiserverClientSigner) {
-    return { approve: false, why: `signer ${csr.spec.signerName} is not ${kubeApiserverClientSigner}` };
-  }
-  if (!context.addonEnabledOn(cluster)) {
-    return { approve: false, why: `addon ${context.addonName} is not enabled on cluster ${cluster}` };
+    return deny(`signer ${JSON.stringify(csr.spec.signerName)} is not ${kubeApiserverClientSigner}`);
   }
 
   // The requester: cluster's registration agent, `system:open-cluster-management:<cluster>:<agent-id>`.
@@ -75,16 +100,10 @@ export function decideCsr(csr: CertificateSigningRequest, context: CsrApprovalCo
   const rest = username.startsWith(ocmSubjectPrefix) ? username.slice(ocmSubjectPrefix.length) : '';
   const [requesterCluster, agentId, ...extra] = rest.split(':');
   if (requesterCluster !== cluster || !agentId || extra.length > 0) {
-    return {
-      approve: false,
-      why: `requester ${JSON.stringify(username)} is not the registration agent of cluster ${cluster}`,
-    };
+    return deny(`requester ${JSON.stringify(username)} is not the registration agent of cluster ${cluster}`);
   }
   if (!(csr.spec.groups ?? []).includes(registrationAgentGroup(cluster))) {
-    return {
-      approve: false,
-      why: `requester is not in group ${registrationAgentGroup(cluster)}`,
-    };
+    return deny(`requester is not in group ${registrationAgentGroup(cluster)}`);
   }
 
   // The subject: exactly the one status.registrations publishes for this cluster.
@@ -92,15 +111,12 @@ export function decideCsr(csr: CertificateSigningRequest, context: CsrApprovalCo
   try {
     request = new x509.Pkcs10CertificateRequest(Buffer.from(csr.spec.request, 'base64').toString('utf8'));
   } catch (err) {
-    return {
-      approve: false,
-      why: `spec.request is not a PEM certificate request: ${(err as Error).message}`,
-    };
+    return deny(`spec.request is not a PEM certificate request: ${(err as Error).message}`);
   }
   const expected = context.subjectFor(cluster);
   const commonNames = request.subjectName.getField('CN');
   if (commonNames.length !== 1 || commonNames[0] !== expected.user) {
-    return { approve: false, why: `subject CN ${JSON.stringify(commonNames)} is not ${expected.user}` };
+    return deny(`subject CN ${JSON.stringify(commonNames)} is not ${expected.user}`);
   }
   // Organizations are the groups: the expected ones, plus the deprecated
   // system:authenticated that older OCM defaults asked for; nothing else.
@@ -109,12 +125,15 @@ export function decideCsr(csr: CertificateSigningRequest, context: CsrApprovalCo
   const sameGroups =
     organizations.size === expected.groups.length && expected.groups.every((g) => organizations.has(g));
   if (!sameGroups) {
-    return {
-      approve: false,
-      why: `subject groups ${JSON.stringify([...organizations])} are not ${JSON.stringify(expected.groups)}`,
-    };
+    return deny(
+      `subject groups ${JSON.stringify([...organizations])} are not ${JSON.stringify(expected.groups)}`,
+    );
   }
   const usages = csr.spec.usages ?? [];
-  if (usages.includes('server auth')) return { approve: false, why: 'asks for server auth' };
-  return { approve: true, cluster };
+  if (usages.includes('server auth')) return deny('asks for server auth');
+  // Last: a transient state of our cache, not a fault of the request (which came from the cluster itself).
+  if (!context.addonEnabledOn(cluster)) {
+    return { verdict: 'wait', why: `addon ${context.addonName} is not enabled on cluster ${cluster}` };
+  }
+  return { verdict: 'approve', cluster };
 }
