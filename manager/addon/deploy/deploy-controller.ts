@@ -29,7 +29,12 @@ import {
   type ManifestWork,
   workApi,
 } from '../core/resources.ts';
-import { agentValues, deploymentConfigRef, InvalidConfigError } from './deployment-config.ts';
+import {
+  agentValues,
+  deploymentConfigRef,
+  InvalidConfigError,
+  ignoredConfigReference,
+} from './deployment-config.ts';
 import {
   deployWork,
   manifestAppliedCondition,
@@ -58,6 +63,8 @@ export class DeployController {
   readonly #d: DeployControllerDeps;
   readonly #now: () => number;
   readonly controller: Controller;
+  /** The ignored status reference last logged per cluster: logged when it changes, not at every sync. */
+  readonly #ignoredLogged = new Map<string, string>();
 
   constructor(deps: DeployControllerDeps) {
     this.#d = deps;
@@ -126,7 +133,14 @@ export class DeployController {
       return;
     }
 
-    const ref = deploymentConfigRef(mca, informers.clusterManagementAddOns.get(addon.name));
+    const cma = informers.clusterManagementAddOns.get(addon.name);
+    const ref = deploymentConfigRef(mca, cma);
+    // A status reference the hub did not configure (the klusterlet may write the status) is not followed: say so.
+    const ignored = ignoredConfigReference(mca, cma);
+    if (ignored && this.#ignoredLogged.get(cluster) !== ignored) {
+      this.#ignoredLogged.set(cluster, ignored);
+      log.warn({ config: ref ? `${ref.namespace}/${ref.name}` : 'defaults' }, ignored);
+    } else if (!ignored) this.#ignoredLogged.delete(cluster);
     let spec: AddOnDeploymentConfig['spec'];
     const where = ref ? `AddOnDeploymentConfig ${ref.namespace}/${ref.name}` : 'the defaults';
     if (ref) {

@@ -8,6 +8,7 @@ import {
   defaultAgentResources,
   deploymentConfigRef,
   InvalidConfigError,
+  ignoredConfigReference,
   installNamespace,
   overrideImage,
   valuesHash,
@@ -39,29 +40,73 @@ const cma: ClusterManagementAddOn = {
 };
 
 describe('which AddOnDeploymentConfig applies', () => {
-  test("OCM's resolved desiredConfig wins, with its spec hash", () => {
-    const ref = deploymentConfigRef(
-      mca({
-        spec: { configs: [{ group, resource, namespace: 'x', name: 'own' }] },
-        status: {
-          configReferences: [
-            {
-              group,
-              resource,
-              name: 'old',
-              desiredConfig: { namespace: 'cg-system', name: 'resolved', specHash: 'abc' },
-            },
+  test("OCM's resolved desiredConfig wins, with its spec hash, when the admins configured it", () => {
+    const resolvedTo = (namespace: string, name: string) => ({
+      configReferences: [
+        { group, resource, name: 'old', desiredConfig: { namespace, name, specHash: 'abc' } },
+      ],
+    });
+    // The addon's own spec.configs.
+    assert.deepEqual(
+      deploymentConfigRef(
+        mca({
+          spec: { configs: [{ group, resource, namespace: 'x', name: 'own' }] },
+          status: resolvedTo('x', 'own'),
+        }),
+        cma,
+      ),
+      { namespace: 'x', name: 'own', specHash: 'abc', source: 'status.configReferences' },
+    );
+    // The CMA default, or a config of one of its placements.
+    assert.equal(
+      deploymentConfigRef(mca({ status: resolvedTo('cg-system', 'cluster-gateway-default') }), cma)?.specHash,
+      'abc',
+    );
+    const withPlacement = {
+      ...cma,
+      spec: {
+        ...cma.spec,
+        installStrategy: {
+          type: 'Placements' as const,
+          placements: [
+            { namespace: 'p', name: 'all', configs: [{ group, resource, namespace: 'p', name: 'placed' }] },
           ],
         },
-      }),
-      cma,
-    );
-    assert.deepEqual(ref, {
-      namespace: 'cg-system',
-      name: 'resolved',
+      },
+    } as unknown as ClusterManagementAddOn;
+    assert.deepEqual(deploymentConfigRef(mca({ status: resolvedTo('p', 'placed') }), withPlacement), {
+      namespace: 'p',
+      name: 'placed',
       specHash: 'abc',
       source: 'status.configReferences',
     });
+  });
+
+  test('a status reference nobody configured (a klusterlet may write the status) is not used, and says so', () => {
+    const forged = {
+      configReferences: [
+        { group, resource, name: 'x', desiredConfig: { namespace: 'cluster2', name: 'theirs' } },
+      ],
+    };
+    // spec.configs names another: that one, as before OCM resolved it.
+    const withSpec = mca({ spec: { configs: [{ group, resource, name: 'own' }] }, status: forged });
+    assert.deepEqual(deploymentConfigRef(withSpec, cma), {
+      namespace: 'cluster1',
+      name: 'own',
+      source: 'spec.configs',
+    });
+    assert.match(
+      ignoredConfigReference(withSpec, cma) ?? '',
+      /^status.configReferences names AddOnDeploymentConfig cluster2\/theirs, which neither the addon's spec.configs nor the ClusterManagementAddOn configures: it is not used/,
+    );
+    // Only the CMA default: that one; nothing configured: the defaults.
+    assert.equal(deploymentConfigRef(mca({ status: forged }), cma)?.name, 'cluster-gateway-default');
+    assert.equal(deploymentConfigRef(mca({ status: forged }), undefined), undefined);
+    assert.equal(
+      ignoredConfigReference(mca({ status: forged }), undefined)?.includes('cluster2/theirs'),
+      true,
+    );
+    assert.equal(ignoredConfigReference(mca(), cma), undefined);
   });
 
   test('then the addon spec.configs (namespace defaults to the cluster), then the CMA default, else none', () => {

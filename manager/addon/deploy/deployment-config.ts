@@ -28,7 +28,11 @@ export interface DeploymentConfigRef {
   /** From OCM's status.configReferences; goes into the work's config-spec-hash annotation. */
   specHash?: string;
   /** Where the reference came from, for messages. */
-  source: 'status.configReferences' | 'spec.configs' | 'ClusterManagementAddOn default';
+  source:
+    | 'status.configReferences'
+    | 'spec.configs'
+    | 'ClusterManagementAddOn default'
+    | 'ClusterManagementAddOn placement';
 }
 
 export interface AgentValues {
@@ -66,45 +70,99 @@ export const defaultHubCredentialClusterRole = 'cluster-admin';
 
 export class InvalidConfigError extends Error {}
 
+type AdcReference = { group?: string; resource?: string } & Partial<ConfigReferent>;
+
+const isAdc = (c: { group?: string; resource?: string }) =>
+  c.group === addonGroup && c.resource === deploymentConfigResource;
+
 /**
- * The AddOnDeploymentConfig in effect for `mca`, first match wins:
- * 1. status.configReferences desiredConfig: OCM's addon-manager resolved it
- *    (MCA spec.configs over Placement configs over the CMA default);
- * 2. spec.configs: before OCM's addon-manager has resolved it;
- * 3. the ClusterManagementAddOn's default config.
+ * The ADC references the hub's admins configured for `mca`, as OCM's addon-manager resolves them: the
+ * addon's own spec.configs when it names one, else those of the ClusterManagementAddOn (its default and
+ * its install strategy's placements; which placement picked the cluster is OCM's to decide, and every
+ * one of them is an admin's choice). Empty namespaces are the cluster's, as for spec.configs.
+ */
+function configuredRefs(
+  mca: ManagedClusterAddOn,
+  cma: ClusterManagementAddOn | undefined,
+): DeploymentConfigRef[] {
+  const clusterNamespace = mca.metadata.namespace || '';
+  const own = mca.spec?.configs?.find(isAdc);
+  if (own?.name)
+    return [{ namespace: own.namespace || clusterNamespace, name: own.name, source: 'spec.configs' }];
+  const refs: DeploymentConfigRef[] = [];
+  const fallback: ConfigReferent | undefined = cma?.spec?.supportedConfigs?.find(isAdc)?.defaultConfig;
+  if (fallback?.name) {
+    refs.push({
+      namespace: fallback.namespace ?? '',
+      name: fallback.name,
+      source: 'ClusterManagementAddOn default',
+    });
+  }
+  // v1alpha1 installStrategy.placements[].configs (not in core/resources.ts's type: read, never written).
+  const placements = (cma?.spec?.installStrategy?.placements ?? []) as Array<{ configs?: AdcReference[] }>;
+  for (const placement of placements) {
+    for (const config of placement.configs ?? []) {
+      if (!isAdc(config) || !config.name) continue;
+      refs.push({
+        namespace: config.namespace || clusterNamespace,
+        name: config.name,
+        source: 'ClusterManagementAddOn placement',
+      });
+    }
+  }
+  return refs;
+}
+
+/** The ADC OCM's addon-manager resolved, from status.configReferences, if any. */
+function statusRef(mca: ManagedClusterAddOn): DeploymentConfigRef | undefined {
+  const resolved = mca.status?.configReferences?.find((c) => isAdc(c) && c.desiredConfig?.name);
+  if (!resolved?.desiredConfig) return undefined;
+  return {
+    namespace: resolved.desiredConfig.namespace || mca.metadata.namespace || '',
+    name: resolved.desiredConfig.name,
+    ...(resolved.desiredConfig.specHash ? { specHash: resolved.desiredConfig.specHash } : {}),
+    source: 'status.configReferences',
+  };
+}
+
+/**
+ * The AddOnDeploymentConfig in effect for `mca`:
+ * 1. status.configReferences desiredConfig (OCM's addon-manager resolved it: MCA spec.configs over
+ *    Placement configs over the CMA default), with its spec hash, *when it is one of those the hub's
+ *    admins configured*: the status is not only OCM's to write. OCM gives every managed cluster's
+ *    klusterlet `patch`/`update` on managedclusteraddons/status in its namespace (registration's
+ *    ClusterRole open-cluster-management:managedcluster:registration, OCM v1.3.1), so a managed
+ *    cluster could otherwise pick any AddOnDeploymentConfig on the hub for its agent: another
+ *    cluster's, with its TUNNEL_TRUST_MODEL, HUB_CREDENTIAL_CLUSTER_ROLE, registries and proxy. The
+ *    spec (get/list/watch only for the klusterlet) and the ClusterManagementAddOn are the admins';
+ * 2. otherwise spec.configs, and before OCM has resolved anything, the same;
+ * 3. otherwise the ClusterManagementAddOn's default config.
+ * ignoredConfigReference() says when and why a status reference was not used.
  */
 export function deploymentConfigRef(
   mca: ManagedClusterAddOn,
   cma: ClusterManagementAddOn | undefined,
 ): DeploymentConfigRef | undefined {
-  const isAdc = (c: { group?: string; resource?: string }) =>
-    c.group === addonGroup && c.resource === deploymentConfigResource;
-  const resolved = mca.status?.configReferences?.find((c) => isAdc(c) && c.desiredConfig?.name);
-  if (resolved?.desiredConfig) {
-    return {
-      namespace: resolved.desiredConfig.namespace || mca.metadata.namespace || '',
-      name: resolved.desiredConfig.name,
-      ...(resolved.desiredConfig.specHash ? { specHash: resolved.desiredConfig.specHash } : {}),
-      source: 'status.configReferences',
-    };
+  const configured = configuredRefs(mca, cma);
+  const resolved = statusRef(mca);
+  if (resolved && configured.some((c) => c.namespace === resolved.namespace && c.name === resolved.name)) {
+    return resolved;
   }
-  const own = mca.spec?.configs?.find(isAdc);
-  if (own?.name) {
-    return {
-      namespace: own.namespace || mca.metadata.namespace || '',
-      name: own.name,
-      source: 'spec.configs',
-    };
-  }
-  const fallback: ConfigReferent | undefined = cma?.spec?.supportedConfigs?.find(isAdc)?.defaultConfig;
-  if (fallback?.name) {
-    return {
-      namespace: fallback.namespace ?? '',
-      name: fallback.name,
-      source: 'ClusterManagementAddOn default',
-    };
-  }
-  return undefined;
+  // Not the placements' (which one applies is OCM's decision, known only from a status we do not believe).
+  return configured.find((c) => c.source !== 'ClusterManagementAddOn placement') ?? undefined;
+}
+
+/**
+ * Why `mca`'s status.configReferences names an AddOnDeploymentConfig that is not used (none of the
+ * hub's admins configured it for this addon); undefined when it is used or there is none.
+ */
+export function ignoredConfigReference(
+  mca: ManagedClusterAddOn,
+  cma: ClusterManagementAddOn | undefined,
+): string | undefined {
+  const resolved = statusRef(mca);
+  if (!resolved || deploymentConfigRef(mca, cma)?.source === 'status.configReferences') return undefined;
+  return `status.configReferences names AddOnDeploymentConfig ${resolved.namespace}/${resolved.name}, which neither the addon's spec.configs nor the ClusterManagementAddOn configures: it is not used (the status may be written by the managed cluster's klusterlet)`;
 }
 
 /**

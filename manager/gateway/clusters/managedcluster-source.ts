@@ -16,16 +16,40 @@
  * An untrusted ManagedCluster contributes nothing (no address, CA, labels
  * or health); `distrust` says why, for the cluster's problem.
  *
+ * A ManagedCluster's annotations are not the hub admin's word either: the
+ * klusterlet's ClusterRole allows `update` on its own ManagedCluster, and
+ * OCM's ManagedCluster webhook checks only the accept field, the name, the
+ * client config URLs and the cluster-set label (registration, OCM v1.3.1).
+ * So the settings the gateway reads from annotations are screened here
+ * (screenSettings): none that could send hub callers' identities somewhere,
+ * choose among the hub admins' configurations, or pass for the prober's
+ * verdict is taken from a ManagedCluster. What was ignored, and why, shows
+ * on the ClusterGateway (keys.ts annotationIgnoredSettings).
+ *
  * The ManagedCluster CRD may not be installed (plain KubeVela setups); the
  * informer then reports an empty, synced collection and keeps checking, so
  * the integration starts working as soon as OCM is installed.
  */
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import { Informer, type InformerClient, type InformerOptions } from '../../../shared/kube/informer.ts';
+import {
+  CONFIGURATION_KIND,
+  CONFIGURATION_REFERENCE_ANNOTATION,
+  INLINE_CONFIGURATION_ANNOTATION,
+  InvalidConfigurationError,
+} from '../identity/configuration.ts';
+import { parseConfiguration } from '../identity/parse.ts';
 import type { ClusterHealth } from './cluster.ts';
 import { parseResourceVersion, probeFromAnnotations } from './health-precedence.ts';
+import {
+  annotationIgnoredSettings,
+  annotationProbedHealthy,
+  annotationProbedReason,
+  annotationProbedSignature,
+} from './keys.ts';
 import { publicAnnotations } from './metadata.ts';
 import { isPemCertificate, parseEndpointAddress } from './parse-util.ts';
+import { verdictSignatureValid } from './verdict-signature.ts';
 
 export const managedClusterPath = '/apis/cluster.open-cluster-management.io/v1/managedclusters';
 export const availableCondition = 'ManagedClusterConditionAvailable';
@@ -59,24 +83,44 @@ export interface ManagedClusterInfo {
   /** PEM, decoded from the base64 caBundle. */
   caBundle?: string;
   health: ClusterHealth;
-  /** The prober's verdict recorded on the ManagedCluster (a cluster without a credential Secret). */
+  /**
+   * The prober's verdict recorded on the ManagedCluster (a cluster without a credential Secret); only
+   * when it carries a valid signature (verdict-signature.ts).
+   */
   probe?: ClusterHealth;
+  /** Annotations not used because the managed cluster may have written them, each with why. */
+  ignoredSettings?: string[];
   /** The ManagedCluster's resourceVersion (clusters/registry.ts derives the ClusterGateway's from it). */
   resourceVersion: number;
 }
 
-export function parseManagedCluster(cluster: ManagedClusterObject): ManagedClusterInfo {
+export interface ManagedClusterParseOptions {
+  /** The key prober verdicts on ManagedClusters are signed with; without one, none is trusted. */
+  verdictKey?: Uint8Array | undefined;
+}
+
+export function parseManagedCluster(
+  cluster: ManagedClusterObject,
+  options: ManagedClusterParseOptions = {},
+): ManagedClusterInfo {
   const meta = cluster.metadata ?? {};
+  const name = meta.name ?? '';
+  const screened = screenSettings(
+    name,
+    typeof meta.uid === 'string' ? meta.uid : '',
+    meta.annotations ?? {},
+    options.verdictKey,
+  );
   const info: ManagedClusterInfo = {
-    name: meta.name ?? '',
+    name,
     labels: { ...(meta.labels ?? {}) },
-    annotations: publicAnnotations(meta.annotations),
+    annotations: publicAnnotations(screened.annotations),
     creationTimestamp: typeof meta.creationTimestamp === 'string' ? meta.creationTimestamp : '',
     health: managedClusterHealth(cluster.status?.conditions),
     resourceVersion: parseResourceVersion(meta.resourceVersion),
   };
-  const probe = probeFromAnnotations(meta.annotations);
-  if (probe) info.probe = probe;
+  if (screened.probe) info.probe = screened.probe;
+  if (screened.ignored.length) info.ignoredSettings = screened.ignored;
   const distrust = managedClusterDistrust(cluster);
   if (distrust) {
     info.distrust = distrust;
@@ -100,6 +144,88 @@ export function parseManagedCluster(cluster: ManagedClusterObject): ManagedClust
     if (isPemCertificate(pem)) info.caBundle = pem;
   }
   return info;
+}
+
+interface Screened {
+  annotations: Record<string, string>;
+  probe?: ClusterHealth;
+  ignored: string[];
+}
+
+/**
+ * The ManagedCluster's annotations without the settings a managed cluster must not choose:
+ * - the name reference to a ClusterGatewayProxyConfiguration (this project's own annotation, so no
+ *   compatibility is lost): the hub admins' configurations are for the hub admins to assign, and one
+ *   written for another cluster may hand out the cluster credential or call an exchange service;
+ * - the Go original's inline configuration when it has an ExternalIdentityExchanger rule: that rule's
+ *   URL receives every matching hub caller's name, groups, uid and extra. The whole configuration is
+ *   ignored, not just the rule: without it a lower rule (a privileged one, say) would match in its
+ *   place, which its author never meant. Other inline configurations keep working as in the original:
+ *   they only decide who requests to this very cluster run as, there. An invalid one is left to the
+ *   configuration store, which refuses requests to the cluster until it is fixed (it never comes into
+ *   force);
+ * - the prober's verdict unless it carries a valid signature (verdict-signature.ts).
+ * An operator's health mark (`status.cluster.core.oam.dev/healthy`) is kept: a cluster marking itself
+ * unhealthy only takes itself out of service, and a healthy mark never outranks the prober's verdict
+ * (clusters/health-precedence.ts). The one thing that cannot be checked here is a klusterlet removing
+ * an operator's mark; an admission policy on the hub can refuse that (docs/security.md).
+ */
+function screenSettings(
+  name: string,
+  uid: string,
+  source: Record<string, string>,
+  verdictKey: Uint8Array | undefined,
+): Screened {
+  const annotations = { ...source };
+  const ignored: string[] = [];
+  const where = `on ManagedCluster ${JSON.stringify(name)}`;
+  const writable = 'its klusterlet may write the ManagedCluster';
+  delete annotations[annotationIgnoredSettings];
+
+  if (annotations[CONFIGURATION_REFERENCE_ANNOTATION] !== undefined) {
+    delete annotations[CONFIGURATION_REFERENCE_ANNOTATION];
+    ignored.push(
+      `annotation ${CONFIGURATION_REFERENCE_ANNOTATION} ${where} is ignored: ${writable}, so it may not choose which ${CONFIGURATION_KIND} applies to it; put the annotation on the cluster's credential Secret, or match the cluster with source.cluster in the global configuration`,
+    );
+  }
+
+  const inline = annotations[INLINE_CONFIGURATION_ANNOTATION];
+  if (inline !== undefined) {
+    const external = externalRuleOf(inline, `annotation ${INLINE_CONFIGURATION_ANNOTATION} ${where}`);
+    if (external !== undefined) {
+      delete annotations[INLINE_CONFIGURATION_ANNOTATION];
+      ignored.push(
+        `annotation ${INLINE_CONFIGURATION_ANNOTATION} ${where} is ignored: its rule ${JSON.stringify(external.slice(0, 63))} is an ExternalIdentityExchanger, which sends hub callers' identities to a URL, and ${writable}; exchange services are taken only from ${CONFIGURATION_KIND} objects, the --cluster-gateway-proxy-config file or the credential Secret's annotation`,
+      );
+    }
+  }
+
+  let probe: ClusterHealth | undefined;
+  const probed = annotations[annotationProbedHealthy];
+  if (probed !== undefined || annotations[annotationProbedReason] !== undefined) {
+    const verdict = { uid, name, healthy: probed ?? '', reason: annotations[annotationProbedReason] ?? '' };
+    if (verdictSignatureValid(verdictKey, verdict, annotations[annotationProbedSignature])) {
+      probe = probeFromAnnotations(annotations);
+    } else {
+      delete annotations[annotationProbedHealthy];
+      delete annotations[annotationProbedReason];
+      ignored.push(
+        `annotations ${annotationProbedHealthy} and ${annotationProbedReason} ${where} are ignored: they do not carry this gateway's signature (${annotationProbedSignature}), and ${writable}`,
+      );
+    }
+  }
+  delete annotations[annotationProbedSignature];
+  return { annotations, ...(probe ? { probe } : {}), ignored };
+}
+
+/** The name of the first ExternalIdentityExchanger rule of a valid configuration; undefined otherwise. */
+function externalRuleOf(text: string, origin: string): string | undefined {
+  try {
+    return parseConfiguration(text, origin).rules.find((r) => r.type === 'ExternalIdentityExchanger')?.name;
+  } catch (err) {
+    if (err instanceof InvalidConfigurationError) return undefined;
+    throw err;
+  }
 }
 
 /**
@@ -139,7 +265,7 @@ export interface ManagedClusterSink {
   advance?(resourceVersion: string): void;
 }
 
-export interface ManagedClusterSourceOptions {
+export interface ManagedClusterSourceOptions extends ManagedClusterParseOptions {
   informer?: Partial<Omit<InformerOptions, 'path'>>;
 }
 
@@ -153,7 +279,7 @@ export class ManagedClusterSource {
     });
     const version = () => parseResourceVersion(this.informer.resourceVersion);
     const update = (cluster: ManagedClusterObject) => {
-      const info = parseManagedCluster(cluster);
+      const info = parseManagedCluster(cluster, { verdictKey: options.verdictKey });
       sink.setManagedCluster(info.name, info, version());
     };
     this.informer.on({

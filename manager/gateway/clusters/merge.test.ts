@@ -427,3 +427,29 @@ test("the prober's recorded verdict counts while the prober runs; an operator's 
     reason: 'maintenance',
   });
 });
+
+test("the credential Secret's proxy configuration replaces the ManagedCluster's; what was ignored is shown", () => {
+  const inline = 'cluster.core.oam.dev/cluster-gateway-proxy-configuration';
+  const reference = 'gateway.cluster.core.oam.dev/proxy-configuration';
+  const ignoredKey = 'gateway.cluster.core.oam.dev/ignored-managedcluster-settings';
+  const mc = managedCluster('c1', { url: 'https://mc:6443', available: 'True' });
+  mc.metadata = {
+    ...mc.metadata,
+    annotations: {
+      [inline]: 'apiVersion: cluster.core.oam.dev/v1alpha1\nkind: ClusterGatewayProxyConfiguration\n',
+    },
+  };
+  const managed = parseManagedCluster(mc);
+  const adminSecret = tokenSecret({}, {}, { [reference]: 'admins', [ignoredKey]: 'a copy is not believed' });
+  const merged = mergeCluster({ name: 'c1', secret: adminSecret, managed });
+  assert.equal(merged?.annotations[reference], 'admins');
+  assert.equal(merged?.annotations[inline], undefined, 'a managed cluster cannot turn it into a conflict');
+  assert.match(
+    merged?.annotations[ignoredKey] ?? '',
+    /^annotation cluster\.core\.oam\.dev\/cluster-gateway-proxy-configuration on ManagedCluster "c1" is not used: the credential Secret's annotation gateway\.cluster\.core\.oam\.dev\/proxy-configuration applies$/,
+  );
+  // Without a Secret configuration the ManagedCluster's (screened) one is used, and nothing is said.
+  const plain = mergeCluster({ name: 'c1', secret: tokenSecret({}), managed });
+  assert.equal(plain?.annotations[inline], mc.metadata.annotations?.[inline]);
+  assert.equal(plain?.annotations[ignoredKey], undefined);
+});

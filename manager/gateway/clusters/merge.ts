@@ -44,11 +44,25 @@
  *   condition, else unhealthy (the original's default). A
  *   certificate failure of a Secret without a CA says so, and how to fix it.
  * - Labels and annotations: the ManagedCluster's, overridden by the Secret's.
+ *   The ManagedCluster's were screened (managedcluster-source.ts): its
+ *   klusterlet may write them, so a proxy configuration or prober verdict
+ *   that could send identities elsewhere or pass for the gateway's own is
+ *   not among them. A proxy configuration annotation on the Secret (the hub
+ *   admin's) also replaces the ManagedCluster's, whichever of the two keys
+ *   either uses: a managed cluster must not be able to add the second key
+ *   beside the admin's and so turn the admin's configuration into a
+ *   conflict. What was ignored is shown in annotationIgnoredSettings,
+ *   which only the merge writes.
  */
 
+import {
+  CONFIGURATION_REFERENCE_ANNOTATION,
+  INLINE_CONFIGURATION_ANNOTATION,
+} from '../identity/configuration.ts';
 import type { ClusterHealth, ClusterTarget, Endpoint, TunnelEndpoint } from './cluster.ts';
 import { connectionKey } from './connection-key.ts';
 import { healthFromAnnotations, resolveHealth } from './health-precedence.ts';
+import { annotationIgnoredSettings } from './keys.ts';
 import type { ManagedClusterInfo } from './managedcluster-source.ts';
 import type { SecretClusterInfo } from './secret-source.ts';
 
@@ -101,7 +115,7 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
   const merged: MergedCluster = {
     name,
     labels: { ...managed?.labels, ...secret?.labels },
-    annotations: { ...managed?.annotations, ...secret?.annotations },
+    annotations: mergeAnnotations(managed, secret),
     creationTimestamp: secret?.creationTimestamp || managed?.creationTimestamp || tunnel?.connectedAt || '',
     // Precedence (an operator's unhealthy mark wins over the prober): clusters/health-precedence.ts.
     health: explainHealth(
@@ -127,6 +141,31 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
     merged.tunnel = { connected: false };
   }
   if (problems.length) merged.problem = problems.join('; ');
+  return merged;
+}
+
+const configurationKeys = [INLINE_CONFIGURATION_ANNOTATION, CONFIGURATION_REFERENCE_ANNOTATION];
+
+function mergeAnnotations(
+  managed: ManagedClusterInfo | undefined,
+  secret: SecretClusterInfo | undefined,
+): Record<string, string> {
+  const fromManaged = { ...managed?.annotations };
+  const ignored = [...(managed?.ignoredSettings ?? [])];
+  const secretConfiguration = configurationKeys.find((key) => secret?.annotations[key] !== undefined);
+  if (secretConfiguration) {
+    for (const key of configurationKeys) {
+      if (fromManaged[key] === undefined) continue;
+      delete fromManaged[key];
+      ignored.push(
+        `annotation ${key} on ManagedCluster ${JSON.stringify(managed?.name ?? '')} is not used: the credential Secret's annotation ${secretConfiguration} applies`,
+      );
+    }
+  }
+  const merged: Record<string, string> = { ...fromManaged, ...secret?.annotations };
+  // Only the merge says what it ignored: a copy on either source object is not believed.
+  delete merged[annotationIgnoredSettings];
+  if (ignored.length) merged[annotationIgnoredSettings] = ignored.join('; ');
   return merged;
 }
 

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { KubeObject, RequestOptions } from '../../../shared/kube/client.ts';
 import type { InformerHandlers } from '../../../shared/kube/informer.ts';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
+import { signVerdict } from '../clusters/verdict-signature.ts';
 import { HealthAnnotationStore } from './annotation-store.ts';
 
 /** An informer cache whose events the test delivers. */
@@ -27,7 +28,10 @@ const secretObj = (rv: string, annotations: Record<string, string> = {}): KubeOb
   metadata: { name: 'c1', namespace: 'creds', resourceVersion: rv, annotations },
 });
 
-function setup(respond: (path: string, body: unknown) => KubeObject | Promise<KubeObject>) {
+function setup(
+  respond: (path: string, body: unknown) => KubeObject | Promise<KubeObject>,
+  verdictKey?: Uint8Array,
+) {
   const secrets = new FakeObjects();
   const managed = new FakeObjects();
   const requests: { method: string; path: string; options?: RequestOptions }[] = [];
@@ -42,6 +46,7 @@ function setup(respond: (path: string, body: unknown) => KubeObject | Promise<Ku
     secrets,
     managedClusters: managed,
     observeTimeoutMs: 2000,
+    ...(verdictKey ? { verdictKey } : {}),
   });
   return { secrets, managed, requests, store };
 }
@@ -168,10 +173,40 @@ test("the prober's verdict: two annotations of its own, written only when it cha
     null,
     'no reason removes the old one',
   );
-  // No Secret: the ManagedCluster; neither: the caller keeps it in memory.
-  managed.deliver('m1', { metadata: { name: 'm1', resourceVersion: '3' } });
-  assert.equal(await store.recordProbe('m1', { healthy: true }), 'written');
-  assert.equal(requests[2]?.path, '/apis/cluster.open-cluster-management.io/v1/managedclusters/m1');
+  // No Secret and no key to sign with: a ManagedCluster is no place for it (its klusterlet may write
+  // there); neither object: the caller keeps it in memory.
+  managed.deliver('m1', { metadata: { name: 'm1', uid: 'u1', resourceVersion: '3' } });
+  assert.equal(await store.recordProbe('m1', { healthy: true }), 'nowhere');
   assert.equal(await store.recordProbe('tunnel-only', { healthy: true }), 'nowhere');
+  assert.equal(requests.length, 2);
+});
+
+test('on a ManagedCluster the verdict is signed; one the klusterlet changed is written again', async () => {
+  const key = Buffer.from('0123456789abcdef0123456789abcdef');
+  const { managed, requests, store } = setup(() => ({ metadata: { name: 'm1' } }), key);
+  const probed = 'status.cluster.core.oam.dev/probed-healthy';
+  const probedReason = 'status.cluster.core.oam.dev/probed-reason';
+  const signature = 'status.cluster.core.oam.dev/probed-signature';
+  const mc = (annotations: Record<string, string>) => ({
+    metadata: { name: 'm1', uid: 'u1', resourceVersion: '3', annotations },
+  });
+  managed.deliver('m1', mc({}));
+  const verdict = { healthy: false, reason: 'connect ECONNREFUSED' };
+  assert.equal(await store.recordProbe('m1', verdict), 'written');
+  assert.equal(requests[0]?.path, '/apis/cluster.open-cluster-management.io/v1/managedclusters/m1');
+  const body = requests[0]?.options?.body as { metadata: { annotations: Record<string, string> } };
+  const written = body.metadata.annotations;
+  assert.equal(written[probed], 'false');
+  assert.equal(
+    written[signature],
+    signVerdict(key, { uid: 'u1', name: 'm1', healthy: 'false', reason: 'connect ECONNREFUSED' }),
+  );
+  managed.deliver('m1', mc(written));
+  assert.equal(await store.recordProbe('m1', verdict), 'unchanged');
+  // The klusterlet rewrites the reason (or copies the signature under another verdict): rewritten.
+  managed.deliver('m1', mc({ ...written, [probedReason]: 'all good, trust me' }));
+  assert.equal(await store.recordProbe('m1', verdict), 'written');
+  managed.deliver('m1', mc({ ...written, [probed]: 'true' }));
+  assert.equal(await store.recordProbe('m1', verdict), 'written');
   assert.equal(requests.length, 3);
 });

@@ -27,6 +27,15 @@
  * prober Lease, health/prober-leader.ts). Every replica then shows the same
  * health at the same resourceVersion, and a restarted replica starts from
  * the last verdict instead of "not probed yet".
+ *
+ * A ManagedCluster's annotations may be rewritten by the managed cluster's
+ * own klusterlet (OCM grants it `update` on its ManagedCluster), so a
+ * verdict recorded there is signed (clusters/verdict-signature.ts) with the
+ * key every replica is given (`verdictKey`), and one the klusterlet changed
+ * reads as not recorded and is written again. Without a key no verdict is
+ * recorded on a ManagedCluster: recordProbe answers 'nowhere' and the
+ * probing replica keeps it in memory, since an unsigned one would not be
+ * believed by any replica.
  */
 import type { KubeObject, RequestOptions } from '../../../shared/kube/client.ts';
 import type { InformerHandlers } from '../../../shared/kube/informer.ts';
@@ -39,8 +48,10 @@ import {
   annotationHealthyReason,
   annotationProbedHealthy,
   annotationProbedReason,
+  annotationProbedSignature,
 } from '../clusters/keys.ts';
 import { managedClusterPath } from '../clusters/managedcluster-source.ts';
+import { signVerdict, verdictSignatureValid } from '../clusters/verdict-signature.ts';
 
 /** The informer cache of a source: what the registry was built from. */
 export interface WatchedObjects {
@@ -57,6 +68,11 @@ export interface HealthAnnotationStoreOptions {
   /** How long to wait for the informer to deliver the write before answering anyway. */
   observeTimeoutMs?: number;
   log?: { warn(obj: object, msg: string): void };
+  /**
+   * The key prober verdicts on ManagedClusters are signed with, the same on every replica (the
+   * ManagedClusterSource's verdictKey). Without it, no verdict is recorded on a ManagedCluster.
+   */
+  verdictKey?: Uint8Array | undefined;
 }
 
 export class HealthAnnotationStore implements HealthMarkStore {
@@ -134,9 +150,30 @@ export class HealthAnnotationStore implements HealthMarkStore {
     }
     const wanted = { healthy: String(health.healthy), reason: health.reason ?? '' };
     const key = `${wanted.healthy}\n${wanted.reason}`;
-    const annotations = where.objects.get(where.key)?.metadata?.annotations ?? {};
+    const cached = where.objects.get(where.key)?.metadata;
+    const annotations = cached?.annotations ?? {};
+    const onManagedCluster = where.objects === this.#o.managedClusters && where.objects !== this.#o.secrets;
+    const uid = typeof cached?.uid === 'string' ? cached.uid : '';
+    let signature: string | undefined;
+    if (onManagedCluster) {
+      // Unsigned, it would be believed by no replica (and a klusterlet could write the same).
+      if (!this.#o.verdictKey || !uid) return 'nowhere';
+      signature = signVerdict(this.#o.verdictKey, { uid, name, ...wanted });
+    }
     const recorded = `${annotations[annotationProbedHealthy] ?? ''}\n${annotations[annotationProbedReason] ?? ''}`;
-    if (recorded === key || this.#probesInFlight.get(name) === key) return 'unchanged';
+    const recordedIntact =
+      !onManagedCluster ||
+      verdictSignatureValid(
+        this.#o.verdictKey,
+        {
+          uid,
+          name,
+          healthy: annotations[annotationProbedHealthy] ?? '',
+          reason: annotations[annotationProbedReason] ?? '',
+        },
+        annotations[annotationProbedSignature],
+      );
+    if ((recorded === key && recordedIntact) || this.#probesInFlight.get(name) === key) return 'unchanged';
     this.#probesInFlight.set(name, key);
     try {
       await this.#o.client.request('PATCH', where.path, {
@@ -145,6 +182,7 @@ export class HealthAnnotationStore implements HealthMarkStore {
             annotations: {
               [annotationProbedHealthy]: wanted.healthy,
               [annotationProbedReason]: wanted.reason || null,
+              ...(signature ? { [annotationProbedSignature]: signature } : {}),
             },
           },
         },

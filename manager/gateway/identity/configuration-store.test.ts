@@ -162,3 +162,29 @@ test("the original's inline annotation: parsed once per change, the last valid t
   assert.match(never.message, /cluster "c2" is invalid .*rules\[0\]\.type: required/);
   store.forgetCluster('c2');
 });
+
+test('what the gateway ignored on a ManagedCluster is logged once per change', () => {
+  const lines: { message: string; fields: object }[] = [];
+  const log = {
+    info: () => {},
+    error: () => {},
+    warn: (fields: object, message: string) => lines.push({ fields, message }),
+  };
+  const store = new ProxyConfigurationStore({ globalObjectName: '', watchesObjects: false, log });
+  const notice = 'gateway.cluster.core.oam.dev/ignored-managedcluster-settings';
+  const cluster = (text?: string) => ({
+    name: 'c1',
+    annotations: text ? { [notice]: text } : ({} as Record<string, string>),
+  });
+  store.observeCluster(cluster('annotation X is ignored'));
+  store.observeCluster(cluster('annotation X is ignored'));
+  assert.deepEqual(lines, [
+    {
+      fields: { cluster: 'c1', ignored: 'annotation X is ignored' },
+      message: 'settings on a ManagedCluster ignored',
+    },
+  ]);
+  store.observeCluster(cluster());
+  store.observeCluster(cluster('annotation X is ignored'));
+  assert.equal(lines.length, 2, 'logged again once it comes back');
+});

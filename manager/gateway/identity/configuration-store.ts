@@ -16,6 +16,14 @@
  * local authorization could let through what it meant to stop), so the
  * clusters it governs refuse proxied requests with a 500 that says which
  * configuration to fix.
+ *
+ * A ManagedCluster's annotations may be written by the managed cluster's own
+ * klusterlet, so what this store sees of them was screened first
+ * (clusters/managedcluster-source.ts, merge.ts): no configuration with an
+ * external exchanger and no name reference comes from a ManagedCluster, and
+ * the gateway says what it ignored in the ClusterGateway annotation
+ * `gateway.cluster.core.oam.dev/ignored-managedcluster-settings`, which this
+ * store logs once per change.
  */
 import { createHash } from 'node:crypto';
 import { failureStatus, StatusError } from '../../../shared/kube/status.ts';
@@ -23,6 +31,7 @@ import {
   CONFIGURATION_KIND,
   CONFIGURATION_REFERENCE_ANNOTATION,
   describeProblems,
+  IGNORED_SETTINGS_ANNOTATION,
   INLINE_CONFIGURATION_ANNOTATION,
   InvalidConfigurationError,
   type ProxyConfiguration,
@@ -52,6 +61,7 @@ export interface AnnotatedCluster {
 export interface StoreLogger {
   info(fields: object, message: string): void;
   error(fields: object, message: string): void;
+  warn?(fields: object, message: string): void;
 }
 
 export interface ConfigurationStoreOptions {
@@ -77,6 +87,8 @@ export class ProxyConfigurationStore {
   readonly #log: StoreLogger | undefined;
   readonly #objects = new Map<string, ObjectState>();
   readonly #inline = new Map<string, InlineState>();
+  /** The ignored-settings notice last logged per cluster. */
+  readonly #ignored = new Map<string, string>();
   #objectsSynced = false;
 
   constructor(options: ConfigurationStoreOptions) {
@@ -103,6 +115,7 @@ export class ProxyConfigurationStore {
   /** The cluster is gone: its inline configuration goes with it. */
   forgetCluster(name: string): void {
     this.#inline.delete(name);
+    this.#ignored.delete(name);
   }
 
   /**
@@ -111,6 +124,7 @@ export class ProxyConfigurationStore {
    * store missed cannot leave a stale configuration in force.
    */
   observeCluster(cluster: AnnotatedCluster): void {
+    this.#noteIgnored(cluster);
     const text = cluster.annotations[INLINE_CONFIGURATION_ANNOTATION];
     const known = this.#inline.get(cluster.name);
     if (text === undefined) {
@@ -141,6 +155,18 @@ export class ProxyConfigurationStore {
       );
     }
     this.#inline.set(cluster.name, next);
+  }
+
+  #noteIgnored(cluster: AnnotatedCluster): void {
+    const notice = cluster.annotations[IGNORED_SETTINGS_ANNOTATION];
+    if (notice === this.#ignored.get(cluster.name)) return;
+    if (notice === undefined) {
+      this.#ignored.delete(cluster.name);
+      return;
+    }
+    this.#ignored.set(cluster.name, notice);
+    const log = this.#log?.warn ?? this.#log?.error;
+    log?.call(this.#log, { cluster: cluster.name, ignored: notice }, 'settings on a ManagedCluster ignored');
   }
 
   /** The configurations in force for `cluster`; throws a StatusError when they cannot be known. */

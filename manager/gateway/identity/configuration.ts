@@ -24,6 +24,11 @@ export const CONFIGURATIONS_PATH = `/apis/${CONFIGURATION_API_VERSION}/${CONFIGU
 export const INLINE_CONFIGURATION_ANNOTATION = 'cluster.core.oam.dev/cluster-gateway-proxy-configuration';
 /** This project's per-cluster annotation: the name of a ClusterGatewayProxyConfiguration object. */
 export const CONFIGURATION_REFERENCE_ANNOTATION = `${CONFIGURATION_GROUP}/proxy-configuration`;
+/**
+ * What the gateway did not use of a ManagedCluster's annotations, and why (a managed cluster's klusterlet
+ * may write them): written on the ClusterGateway by clusters/merge.ts, logged by configuration-store.ts.
+ */
+export const IGNORED_SETTINGS_ANNOTATION = `${CONFIGURATION_GROUP}/ignored-managedcluster-settings`;
 
 export const EXCHANGER_TYPES = [
   'PrivilegedIdentityExchanger',

@@ -6,16 +6,21 @@
  */
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import type { InformerOptions } from '../../../shared/kube/informer.ts';
-import type { ClusterDirectory } from '../clusters/cluster.ts';
 import { ConfigurationObjects, type ObjectsLogger } from './configuration-objects.ts';
-import { ProxyConfigurationStore } from './configuration-store.ts';
+import { type AnnotatedCluster, ProxyConfigurationStore } from './configuration-store.ts';
 import { ExternalIdentityExchanger } from './external-exchanger.ts';
 import { loadConfigurationFile } from './parse.ts';
 import { ProxyIdentity } from './proxy-identity.ts';
 
 export interface ProxyIdentitySetupOptions {
   hub: KubeClient;
-  clusters: Pick<ClusterDirectory, 'subscribe'>;
+  /**
+   * The cluster registry's events (clusters/cluster.ts ClusterDirectory.subscribe), typed here by what
+   * is read: clusters/ imports this folder's names (the ManagedCluster screening), so not the reverse.
+   */
+  clusters: {
+    subscribe(listener: (event: { type: string; cluster: AnnotatedCluster }) => void): () => void;
+  };
   log: ObjectsLogger;
   /** --cluster-gateway-proxy-config */
   configFile?: string;
