@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { createAgentServer } from './http.ts';
+import { createAgentServer, createMetricsServer } from './http.ts';
 import { AgentMetrics } from './metrics.ts';
 import type { Health } from './renewer.ts';
 
@@ -58,4 +58,28 @@ test('/metrics in the Prometheus text format', async () => {
 test('unknown paths and methods', async () => {
   assert.equal((await fetch(`${base}/nope`)).status, 404);
   assert.equal((await fetch(`${base}/metrics`, { method: 'POST' })).status, 405);
+});
+
+test('with /metrics on its own listener, the probes listener points there and serves no metrics', async () => {
+  const probes = createAgentServer(
+    { live: () => ({ ok: true, message: 'ok' }), ready: () => health },
+    { elsewhere: '127.0.0.1:8081' },
+  );
+  const only = createMetricsServer({ render: () => 'm_total 1\n' });
+  await new Promise<void>((resolve) => probes.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => only.listen(0, '127.0.0.1', resolve));
+  try {
+    const probesBase = `http://127.0.0.1:${(probes.address() as AddressInfo).port}`;
+    const refused = await fetch(`${probesBase}/metrics`);
+    assert.equal(refused.status, 404);
+    const text = await refused.text();
+    assert.match(text, /served on 127\.0\.0\.1:8081/);
+    assert.doesNotMatch(text, /m_total/);
+    const metricsBase = `http://127.0.0.1:${(only.address() as AddressInfo).port}`;
+    assert.equal(await (await fetch(`${metricsBase}/metrics`)).text(), 'm_total 1\n');
+    assert.equal((await fetch(`${metricsBase}/readyz`)).status, 404);
+  } finally {
+    probes.close();
+    only.close();
+  }
 });

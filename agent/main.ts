@@ -15,7 +15,7 @@ import pino from 'pino';
 import { optionsOrExit } from '../shared/cli-flags.ts';
 import { type Connection, loadInCluster, loadKubeconfig } from './connection/kubeconfig.ts';
 import { ReloadingClient } from './connection/reloading-client.ts';
-import { createAgentServer } from './http.ts';
+import { createAgentServer, createMetricsServer } from './http.ts';
 import { HubCredentialWriter } from './hub-credential.ts';
 import { AgentMetrics } from './metrics.ts';
 import { type AgentOptions, helpText, parseOptions } from './options.ts';
@@ -162,6 +162,11 @@ const credentialLoop = options.hubCredentialNamespace
     }).run(stop.signal)
   : undefined;
 
+const metricsSource = {
+  render: () =>
+    metrics.render() + (options.tunnel || options.hubCredentialNamespace ? tunnelMetrics.render() : ''),
+};
+const metricsTogether = options.metricsBindAddress === options.bindAddress;
 const server = createAgentServer(
   {
     live: () => {
@@ -174,11 +179,15 @@ const server = createAgentServer(
     },
     ready: () => renewer.health,
   },
-  {
-    render: () =>
-      metrics.render() + (options.tunnel || options.hubCredentialNamespace ? tunnelMetrics.render() : ''),
-  },
+  metricsTogether ? metricsSource : { elsewhere: `${options.metricsBindAddress}:${options.metricsPort}` },
 );
+// /metrics on its own listener (loopback by default: agent/http.ts), unless it shares the probes'.
+const metricsServer = metricsTogether ? undefined : createMetricsServer(metricsSource);
+metricsServer?.listen(options.metricsPort, options.metricsBindAddress);
+metricsServer?.on('error', (err) => {
+  log.fatal({ err: err.message }, 'cannot serve /metrics');
+  process.exit(1);
+});
 server.listen(options.port, options.bindAddress, () => {
   const address = server.address();
   log.info(
@@ -191,6 +200,7 @@ server.listen(options.port, options.bindAddress, () => {
       tunnel: options.tunnel,
       trustModel: options.trustModel,
       hubCredentialNamespace: options.hubCredentialNamespace || undefined,
+      metrics: metricsTogether ? 'with the probes' : `${options.metricsBindAddress}:${options.metricsPort}`,
     },
     'agent started',
   );
@@ -206,6 +216,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     log.info({ signal }, 'stopping');
     stop.abort();
     server.close();
+    metricsServer?.close();
     await loop;
     await tunnelLoop;
     await credentialLoop;

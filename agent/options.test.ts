@@ -20,6 +20,8 @@ test('defaults: OCM mount path, default install namespace, 5 s renewals with 20 
     renewIntervalSeconds: 5,
     renewJitter: 0.2,
     bindAddress: '0.0.0.0',
+    metricsBindAddress: '127.0.0.1',
+    metricsPort: 8081,
     port: 8080,
     logLevel: 'info',
     tunnel: true,

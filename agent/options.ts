@@ -34,6 +34,13 @@ export interface AgentOptions {
   renewJitter: number;
   bindAddress: string;
   port: number;
+  /**
+   * Where /metrics is served: loopback by default, so nothing off the pod reads it without a
+   * credential (a kube-rbac-proxy sidecar can expose it with TokenReview + SubjectAccessReview).
+   * Equal to bindAddress: the probes listener serves /metrics too (metricsPort unused).
+   */
+  metricsBindAddress: string;
+  metricsPort: number;
   logLevel: string;
   /** Hold the reverse tunnel to the gateway through the hub kube-apiserver (agent/tunnel). */
   tunnel: boolean;
@@ -103,9 +110,19 @@ export const agentFlags = {
   'bind-address': {
     type: 'string',
     default: '0.0.0.0',
-    help: 'address of the HTTP endpoint (/healthz, /readyz, /metrics)',
+    help: 'address of the probes endpoint (/healthz, /readyz)',
   },
-  port: { type: 'string', default: '8080', help: 'port of the HTTP endpoint (/healthz, /readyz, /metrics)' },
+  port: { type: 'string', default: '8080', help: 'port of the probes endpoint (/healthz, /readyz)' },
+  'metrics-bind-address': {
+    type: 'string',
+    default: '127.0.0.1',
+    help: 'address of /metrics, which needs no credential: loopback keeps it inside the pod (scrape it through a sidecar such as kube-rbac-proxy). The same address as --bind-address serves /metrics on --port',
+  },
+  'metrics-port': {
+    type: 'string',
+    default: '8081',
+    help: 'port of /metrics when --metrics-bind-address differs from --bind-address',
+  },
   'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error or fatal' },
   tunnel: {
     type: 'string',
@@ -241,6 +258,8 @@ export function parseOptions(argv: string[], environment: Environment): AgentOpt
     renewJitter: number('renew-jitter', str('renew-jitter'), 0, 10),
     bindAddress: str('bind-address') ?? '0.0.0.0',
     port: integer('port', str('port'), 0, 65535),
+    metricsBindAddress: str('metrics-bind-address') || '127.0.0.1',
+    metricsPort: integer('metrics-port', str('metrics-port'), 0, 65535),
     logLevel: logLevel(str('log-level') ?? 'info'),
     tunnel: bool('tunnel', str('tunnel')),
     tunnelServer,

@@ -15,6 +15,7 @@ import { waitFor } from '../hack/localenv/wait.ts';
 import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
 import { type AddonManagerProcess, startAddonManager } from './support/addon-manager.ts';
 import {
+  agentHttpAddress,
   agentMetrics,
   agentPods,
   agentPodsGone,
@@ -44,9 +45,10 @@ describe('addon agent: real path', { concurrency: false }, () => {
   /** The node cordoned by the last test, uncordoned in `after` if the test could not. */
   let cordoned: string | undefined;
 
-  /** A metric series of the Ready agent pod, read at its IP. */
+  /** A metric series of the Ready agent pod, read inside it (it serves them on loopback only). */
   async function metric(series: string): Promise<number> {
-    return seriesValue(await agentMetrics(await readyAgentPod(spoke, addon)), series);
+    const kubeconfig = environmentState().managed.find((c) => c.name === cluster)?.kubeconfig ?? '';
+    return seriesValue(await agentMetrics(await readyAgentPod(spoke, addon), kubeconfig), series);
   }
 
   const renewTime = async (client: KubeClient, p: string) =>
@@ -114,6 +116,30 @@ describe('addon agent: real path', { concurrency: false }, () => {
       'garbage-collected with the agent ServiceAccount when the addon is disabled',
     );
     assert.equal(await metric('cluster_gateway_agent_healthy'), 1);
+  });
+
+  test("the agent's /metrics answer only on its pod's loopback: from another host, refused or pointed there", async () => {
+    const pod = await readyAgentPod(spoke, addon);
+    const { ip, port } = agentHttpAddress(pod);
+    // The probes' port answers from off the pod (the kubelet's probes use it), but not with metrics.
+    assert.equal(
+      (await fetch(`http://${ip}:${port}/healthz`, { signal: AbortSignal.timeout(5_000) })).status,
+      200,
+    );
+    const metricsThere = await fetch(`http://${ip}:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
+    assert.equal(metricsThere.status, 404);
+    assert.match(await metricsThere.text(), /127\.0\.0\.1:8081/, 'says where they are served');
+    // The metrics port is not bound on the pod's address at all.
+    const refused = await fetch(`http://${ip}:8081/metrics`, { signal: AbortSignal.timeout(5_000) }).then(
+      (r) => `HTTP ${r.status}`,
+      (err: Error & { cause?: { code?: string } }) => err.cause?.code ?? err.message,
+    );
+    assert.equal(refused, 'ECONNREFUSED');
+    assert.match(
+      (await metric('cluster_gateway_agent_healthy')).toString(),
+      /^1$/,
+      'inside the pod they answer',
+    );
   });
 
   test('a rotated hub credential is picked up without a restart', async (t) => {

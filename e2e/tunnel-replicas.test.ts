@@ -92,6 +92,29 @@ async function startFront(targets: () => number[]): Promise<{ port: number; clos
   };
 }
 
+/**
+ * What an attacker points a forged Lease at: a TLS server (a certificate of its own CA) that counts the
+ * handshakes it completes and the HTTP/2 streams it receives.
+ */
+async function startListener(): Promise<{ port: number; streams: number; close(): void }> {
+  const pair = await (await createCertificateAuthority('attacker')).issue({
+    commonName: 'replica-evil',
+    ipAddresses: ['127.0.0.1'],
+    usage: 'both',
+  });
+  const state = { port: 0, streams: 0, close: () => {} };
+  const server = http2.createSecureServer({ cert: pair.cert, key: pair.key, allowHTTP1: false });
+  server.on('stream', (stream) => {
+    state.streams++;
+    stream.respond({ ':status': 200 });
+  });
+  server.on('error', () => {});
+  state.port = await freePort();
+  await new Promise<void>((r) => server.listen(state.port, '127.0.0.1', r));
+  state.close = () => server.close();
+  return state;
+}
+
 /** A watch through a replica's proxy; resolves with the first event whose text matches `want`. */
 function watchThrough(base: string, collection: string, want: RegExp, timeoutMs = 20_000) {
   const fp = frontProxyClient();
@@ -436,61 +459,133 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
     assert.match(readFileSync(replicaB.logFile, 'utf8'), /"reason":"shutdown"/);
   });
 
-  test('a stale Lease of a dead replica routes into the void for its duration at most, with a clear 503', async () => {
-    // A holds the tunnel now; stop the agent and pretend a dead replica still holds it.
+  test('a forged update of the held Lease: the holder drains, the agent takes it back, nobody forwards to the forged address', async () => {
+    // A holds the tunnel (the previous test). Anyone who may write Leases here (no admission policy in this
+    // namespace, on purpose: the gateway must not rely on it) names another holder at an address of theirs.
+    const listener = await startListener();
+    cleanups.push(async () => listener.close());
+    const logFrom = readFileSync(replicaA.logFile, 'utf8').length;
+    const current = await hub.get<Lease>(leasePath);
+    assert.equal(current.spec?.holderIdentity, 'replica-a');
+    await hub.request('PUT', leasePath, {
+      body: {
+        ...current,
+        metadata: {
+          ...current.metadata,
+          annotations: {
+            ...current.metadata?.annotations,
+            'cluster.core.oam.dev/tunnel-peer-address': `127.0.0.1:${listener.port}`,
+          },
+        },
+        spec: { ...current.spec, holderIdentity: 'replica-evil' },
+      } as KubeObject,
+    });
+    const forgedAt = Date.now();
+    // A's next renewal finds another holder: it stops serving as the holder, and the agent's reconnection takes
+    // the Lease back (it never kept renewing a Lease that named someone else).
+    await waitFor(
+      'replica A to drain its tunnel on finding another holder',
+      async () =>
+        /tunnel Lease names another holder: draining/.test(
+          readFileSync(replicaA.logFile, 'utf8').slice(logFrom),
+        ),
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
+    await waitFor(
+      'the agent to take the Lease back (on replica A)',
+      async () => (await hub.get<Lease>(leasePath)).spec?.holderIdentity === 'replica-a',
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+    const back = await waitFor(
+      'a GET through replica A',
+      async () => {
+        const r = await gatewayRequest('GET', versionPath, admin, replicaA.url);
+        return r.status === 200 ? r : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
+    assert.ok(back.json<{ gitVersion?: string }>().gitVersion);
+    console.log(
+      `forged holder: tunnel served by a real holder again ${Date.now() - forgedAt} ms after the forgery`,
+    );
+    // The forged holder never got a stream: A's reader asked it to prove it is "replica-evil", which it cannot.
+    assert.equal(listener.streams, 0, 'no stream opened to the forged address');
+    assert.match(
+      readFileSync(replicaA.logFile, 'utf8').slice(logFrom),
+      /tunnel Lease ignored: its holder did not prove it is that gateway replica/,
+    );
+  });
+
+  test('Leases whose holder cannot prove it is a replica route nothing, show nothing and invent no cluster', async () => {
+    const listener = await startListener();
+    cleanups.push(async () => listener.close());
+    // The tunnel's agent goes: the Lease is released (emptied, the gateway needs no delete on Leases).
     await agent.process.stop();
-    // Released, not deleted (the gateway needs no delete on Leases): the holder is emptied.
     await waitFor(
       'the Lease to be released',
       async () => !(await hub.get<Lease>(leasePath)).spec?.holderIdentity,
-      {
-        timeoutMs: 10_000,
-      },
+      { timeoutMs: 10_000 },
     );
+    const logFrom = readFileSync(replicaA.logFile, 'utf8').length;
     const deadPort = await freePort();
-    await hub.apply(
-      leasePath,
-      {
-        apiVersion: 'coordination.k8s.io/v1',
-        kind: 'Lease',
-        metadata: {
-          name: leaseName(cluster),
-          namespace: leaseNamespace,
-          labels: { 'cluster.core.oam.dev/tunnel-lease': 'true' },
-          annotations: {
-            'cluster.core.oam.dev/cluster-name': cluster,
-            'cluster.core.oam.dev/tunnel-peer-address': `127.0.0.1:${deadPort}`,
+    const phantom = 'phantom-e2e';
+    // A long cluster name is hashed into the Lease name: what follows the 230th character is not in it.
+    const hostile = `${'a'.repeat(240)}/../../x\n"><svg onload=1>\u202e`;
+    const forge = (name: string, forCluster: string, holderName: string, address: string) =>
+      hub.apply(
+        `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases/${name}`,
+        {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: {
+            name,
+            namespace: leaseNamespace,
+            labels: { 'cluster.core.oam.dev/tunnel-lease': 'true' },
+            annotations: {
+              'cluster.core.oam.dev/cluster-name': forCluster,
+              'cluster.core.oam.dev/tunnel-peer-address': address,
+            },
           },
-        },
-        spec: { holderIdentity: 'replica-dead', leaseDurationSeconds: 5 },
-      } as KubeObject,
-      'e2e',
-    );
-    const forwarded = await waitFor(
-      'A to forward to the dead replica',
+          spec: { holderIdentity: holderName, leaseDurationSeconds: 30 },
+        } as KubeObject,
+        'e2e',
+      );
+    await forge(leaseName(cluster), cluster, 'replica-dead', `127.0.0.1:${deadPort}`);
+    await forge(leaseName(hostile), hostile, 'replica-evil', `127.0.0.1:${listener.port}`);
+    await forge(leaseName(phantom), phantom, 'replica-evil', `127.0.0.1:${listener.port}`);
+    cleanups.push(async () => {
+      for (const name of [leaseName(hostile), leaseName(phantom)])
+        await hub.delete(`/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases/${name}`);
+    });
+    // Lease events apply in order, each after its holder's proof: once the last one is refused, all were seen.
+    await waitFor(
+      'replica A to refuse the phantom Lease',
       async () => {
-        const r = await gatewayRequest('GET', versionPath, admin, replicaA.url);
-        const message = messageOf(r.body);
-        return r.status === 503 && /replica-dead/.test(message) ? message : undefined;
+        const log = readFileSync(replicaA.logFile, 'utf8').slice(logFrom);
+        return (
+          /"cluster":"phantom-e2e".*tunnel Lease ignored/.test(log) &&
+          /"cluster":"replicacluster".*tunnel Lease ignored/.test(log)
+        );
       },
-      { timeoutMs: 10_000, intervalMs: 100 },
+      { timeoutMs: 20_000, intervalMs: 100 },
     );
-    assert.match(
-      forwarded,
-      /cluster "replicacluster" is unreachable: cannot reach the gateway replica "replica-dead"/,
+    // Nothing is forwarded to the dead or the chosen address: the cluster has no tunnel, said at once.
+    const r = await gatewayRequest('GET', versionPath, admin, replicaA.url);
+    assert.equal(r.status, 503);
+    assert.match(messageOf(r.body), /no agent tunnel is connected/);
+    assert.doesNotMatch(messageOf(r.body), /replica-dead|127\.0\.0\.1/);
+    const list = (await gatewayRequest('GET', proxyPrefix, admin, replicaA.url)).json<{
+      items: { metadata: { name: string }; status?: { tunnel?: { connected?: boolean } } }[];
+    }>();
+    const names = list.items.map((i) => i.metadata.name);
+    assert.ok(!names.includes(phantom), 'no phantom ClusterGateway');
+    assert.ok(
+      !names.some((n) => n.includes('svg') || n.length > 253),
+      'no ClusterGateway of the hostile name',
     );
-    const seenAt = Date.now();
-    // Not renewed: after its 5 s the Lease routes nothing, and the answer says the tunnel is gone.
-    const gone = await waitFor(
-      'the stale Lease to expire',
-      async () => {
-        const r = await gatewayRequest('GET', versionPath, admin, replicaA.url);
-        const message = messageOf(r.body);
-        return r.status === 503 && !/replica-dead/.test(message) ? message : undefined;
-      },
-      { timeoutMs: 10_000, intervalMs: 100 },
-    );
-    console.log(`stale Lease: routed nothing ${Date.now() - seenAt} ms after first seen; then: ${gone}`);
+    const shown = list.items.find((i) => i.metadata.name === cluster);
+    assert.equal(shown?.status?.tunnel?.connected, false, 'not shown connected through the dead holder');
+    assert.equal(listener.streams, 0, 'no stream opened to the chosen address');
     await hub.delete(leasePath);
   });
 });

@@ -58,6 +58,9 @@ try {
           // Each its own spoke Lease; both renew the one hub heartbeat.
           `--install-namespace=${['default', 'kube-public'][i]}`,
           `--port=${port}`,
+          // One listener for probes and /metrics (read below), on loopback: several agents share this host.
+          '--bind-address=127.0.0.1',
+          '--metrics-bind-address=127.0.0.1',
           '--log-level=warn',
         ],
         { env: { ...process.env, ...v.env }, stdio: ['ignore', 'inherit', 'inherit'] },

@@ -1,11 +1,12 @@
 /**
  * The addon agent's pod on a managed cluster: the kubelet of the cluster's node runs it from the
  * Deployment the addon manager renders into its ManifestWork (manager/addon/deploy/agent-manifests.ts),
- * found here by that Deployment's selector. Its /metrics is read at the pod's IP (this host reaches
- * the pods' bridge) on the container's `http` port.
+ * found here by that Deployment's selector. Its probes answer at the pod's IP (this host reaches the
+ * pods' bridge) on the container's `http` port; its /metrics only on the pod's loopback.
  */
 import { type Pod, podReady, podsOf } from '../../hack/localenv/pods.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
+import { kubectlResult } from './kubectl.ts';
 
 export type { Pod };
 
@@ -60,17 +61,28 @@ export function agentPodsGone(
   );
 }
 
-/** The pod's /metrics, at its IP and the container port named `http`. */
-export async function agentMetrics(pod: Pod): Promise<string> {
+/**
+ * The pod's /metrics. The agent serves them on loopback only (--metrics-bind-address, agent/options.ts): read
+ * from inside the pod, with the agent image's own node, through a real exec of the cluster's kubelet.
+ */
+export async function agentMetrics(pod: Pod, kubeconfig: string, port = 8081): Promise<string> {
+  const script = `fetch('http://127.0.0.1:${port}/metrics').then(async (r) => { if (r.status !== 200) throw new Error('HTTP ' + r.status); process.stdout.write(await r.text()); })`;
+  const { code, stdout, stderr } = await kubectlResult(
+    kubeconfig,
+    ['exec', '-n', pod.metadata.namespace ?? '', pod.metadata.name ?? '', '--', 'node', '-e', script],
+    { timeoutMs: 30_000 },
+  );
+  if (code !== 0) throw new Error(`GET /metrics inside pod ${pod.metadata.name}: ${stderr.trim() || code}`);
+  return stdout;
+}
+
+/** The pod's IP and the container port named `http` (the probes' port, the one other pods may reach). */
+export function agentHttpAddress(pod: Pod): { ip: string; port: number } {
   const port = pod.spec?.containers
     ?.flatMap((c) => c.ports ?? [])
     .find((p) => p.name === 'http')?.containerPort;
   if (!pod.status?.podIP || !port) throw new Error(`pod ${pod.metadata.name} has no IP or no http port`);
-  const res = await fetch(`http://${pod.status.podIP}:${port}/metrics`, {
-    signal: AbortSignal.timeout(5_000),
-  });
-  if (res.status !== 200) throw new Error(`GET /metrics of pod ${pod.metadata.name}: HTTP ${res.status}`);
-  return res.text();
+  return { ip: pod.status.podIP, port };
 }
 
 /** One series' value in Prometheus text (`name` with its labels, as written); NaN when absent. */

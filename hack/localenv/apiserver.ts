@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { KubeClient } from '../../shared/kube/client.ts';
+import { createCertificateAuthority } from '../../shared/pki.ts';
 import { binaryPath } from './binaries.ts';
 import { type ClusterPki, createClusterPki, frontProxyClientName } from './cluster-pki.ts';
 import { hostAddress, kubernetesServiceIp } from './host-changes.ts';
@@ -28,7 +29,7 @@ export interface LocalCluster {
   kubeconfig: string;
   pki: ClusterPki;
   /** Files written for the control plane (CA, keys), by role. */
-  files: Record<'ca' | 'caKey' | 'saKey' | 'saPub' | 'frontProxyCa', string>;
+  files: Record<'ca' | 'caKey' | 'saKey' | 'saPub' | 'frontProxyCa' | 'webhookClientCa', string>;
   client: KubeClient;
   apiserver: ManagedProcess;
 }
@@ -38,6 +39,12 @@ export interface LocalCluster {
  * objects under `/<name>` in the shared etcd. RBAC on, front-proxy
  * (requestheader) flags set so the kube-aggregator can reach aggregated
  * API servers, service-account tokens signed with the cluster's own key.
+ *
+ * It authenticates itself to admission webhooks with a client certificate (an
+ * --admission-control-config-file whose WebhookAdmissionConfiguration kubeconfig has a `*` user),
+ * signed by a CA of its own (`files.webhookClientCa`, `<stateDir>/<name>/webhook-client-ca.crt`), as
+ * a hardened control plane does: webhooks that verify callers (the addon manager's, with
+ * --webhook-client-ca) then know the AdmissionReview comes from this apiserver.
  */
 export async function startApiserver(
   supervisor: Supervisor,
@@ -67,7 +74,47 @@ export async function startApiserver(
     saKey: write('sa.key', pki.serviceAccountKey),
     saPub: write('sa.pub', pki.serviceAccountPublicKey),
     frontProxyCa: write('front-proxy-ca.crt', pki.frontProxyCa.cert),
+    webhookClientCa: '',
   };
+  const webhookClientCa = await createCertificateAuthority(`${name}-webhook-client-ca`);
+  const webhookClient = await webhookClientCa.issue({
+    commonName: `${name}-kube-apiserver-webhook-client`,
+    usage: 'client',
+  });
+  files.webhookClientCa = write('webhook-client-ca.crt', webhookClientCa.cert);
+  // `*`: the user for every webhook host (k8s.io/apiserver pkg/admission/plugin/webhook/config).
+  const webhookKubeconfig = write(
+    'admission-webhooks.kubeconfig',
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      users: [
+        {
+          name: '*',
+          user: {
+            'client-certificate': write('webhook-client.crt', webhookClient.cert),
+            'client-key': write('webhook-client.key', webhookClient.key),
+          },
+        },
+      ],
+    }),
+  );
+  const webhookAdmission = {
+    apiVersion: 'apiserver.config.k8s.io/v1',
+    kind: 'WebhookAdmissionConfiguration',
+    kubeConfigFile: webhookKubeconfig,
+  };
+  const admissionConfig = write(
+    'admission-config.yaml',
+    JSON.stringify({
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'AdmissionConfiguration',
+      plugins: [
+        { name: 'MutatingAdmissionWebhook', configuration: webhookAdmission },
+        { name: 'ValidatingAdmissionWebhook', configuration: webhookAdmission },
+      ],
+    }),
+  );
   // A fresh audit log per environment, like its fresh etcd data.
   rmSync(auditLogPath(options.stateDir, name), { force: true });
   const port = await freePort();
@@ -105,6 +152,7 @@ export async function startApiserver(
       `--kubelet-client-certificate=${write('kubelet-client.crt', pki.kubeletClient.cert)}`,
       `--kubelet-client-key=${write('kubelet-client.key', pki.kubeletClient.key)}`,
       '--allow-privileged=true',
+      `--admission-control-config-file=${admissionConfig}`,
       // With nodes there is no kube-proxy: the aggregator and the webhooks reach a Service through its
       // endpoints (pod addresses on the bridge), as on control planes outside the pod network. Without
       // nodes, Services are ExternalName aliases of this machine, which that routing refuses.

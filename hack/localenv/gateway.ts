@@ -8,7 +8,8 @@
  * managed cluster (a ServiceAccount token Secret, what OCM's
  * managed-serviceaccount addon provides in production).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gatewayRbac as gatewayPermissions } from '../../manager/addon/gateway-deploy/rbac.ts';
 import { gatewayNodeFlags } from '../../manager/addon/gateway-deploy/workload.ts';
@@ -65,6 +66,7 @@ export async function startGateway(
   });
   writeFileSync(path.join(dir, 'tls.crt'), serving.cert);
   writeFileSync(path.join(dir, 'tls.key'), serving.key, { mode: 0o600 });
+  const verdictKey = verdictKeyFile(dir);
   const token = await requestServiceAccountToken(client, gatewayNamespace, 'cluster-gateway');
   const kubeconfig = writeKubeconfig(path.join(dir, 'serviceaccount.kubeconfig'), {
     name: 'hub',
@@ -88,6 +90,7 @@ export async function startGateway(
       `--tls-private-key-file=${path.join(dir, 'tls.key')}`,
       `--kubeconfig=${kubeconfig}`,
       `--secret-namespace=${credentialNamespace}`,
+      `--probe-verdict-key-file=${verdictKey}`,
       '--health-check-interval=2',
       ...extraArgs,
     ],
@@ -146,6 +149,17 @@ export async function startGateway(
     },
   );
   return { port, process: process_, url: `https://127.0.0.1:${port}`, kubeconfig };
+}
+
+/**
+ * The key the gateway signs prober verdicts on ManagedClusters with (--probe-verdict-key-file), made once
+ * per environment and kept in its state directory: a restarted gateway (or a second one started with the
+ * same file) keeps believing the verdicts recorded before, as replicas sharing the manager's Secret do.
+ */
+export function verdictKeyFile(dir: string): string {
+  const file = path.join(dir, 'verdict.key');
+  if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600 });
+  return file;
 }
 
 /**

@@ -5,6 +5,7 @@ import express from 'express';
 import pino from 'pino';
 import { freePort } from '../../hack/localenv/ports.ts';
 import { createCertificateAuthority } from '../../shared/pki.ts';
+import { admissionHandler, webhookPath } from './availability/lease-not-found-webhook.ts';
 import { AddonMetrics } from './core/metrics.ts';
 import { startHttpServers } from './http.ts';
 
@@ -99,5 +100,145 @@ describe('manager HTTP endpoints', () => {
     const { body } = await metrics.text();
     assert.doesNotMatch(body, /AddonManifestAppliedFailed/);
     assert.match(body, /AddonManifestApplied"\} 1/);
+  });
+
+  describe('the LeaseNotFound webhook and who may ask it', () => {
+    const review = JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'u1',
+        operation: 'UPDATE',
+        subResource: 'status',
+        resource: {
+          group: 'addon.open-cluster-management.io',
+          version: 'v1beta1',
+          resource: 'managedclusteraddons',
+        },
+        namespace: 'cluster1',
+        object: {
+          metadata: { name: 'cluster-gateway', namespace: 'cluster1' },
+          status: {
+            healthCheck: { mode: 'Lease' },
+            conditions: [
+              {
+                type: 'Available',
+                status: 'Unknown',
+                reason: 'ManagedClusterAddOnLeaseNotFound',
+                message: 'x',
+              },
+            ],
+          },
+        },
+      },
+    });
+    const secret = {
+      status: 'False' as const,
+      reason: 'HeartbeatStale',
+      message: 'secret verdict of cluster1',
+    };
+
+    async function serve(webhookClientCa?: string) {
+      const router = express.Router();
+      router.post(webhookPath, admissionHandler({ addonName: 'cluster-gateway', verdictFor: () => secret }));
+      return startHttpServers({
+        bindAddress: '127.0.0.1',
+        httpPort: 0,
+        webhookPort: await freePort(),
+        tls: await (await createCertificateAuthority('serving')).issue({
+          commonName: '127.0.0.1',
+          ipAddresses: ['127.0.0.1'],
+          usage: 'server',
+        }),
+        ...(webhookClientCa ? { webhookClientCa } : {}),
+        ready: () => true,
+        metrics: new AddonMetrics({ processMetrics: false }),
+        webhookRouter: router,
+        log: pino({ level: 'silent' }),
+      });
+    }
+
+    function post(port: number, client?: { cert: string; key: string }) {
+      return new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = https.request(
+          {
+            host: '127.0.0.1',
+            port,
+            path: webhookPath,
+            method: 'POST',
+            rejectUnauthorized: false,
+            headers: { 'content-type': 'application/json' },
+            ...(client ?? {}),
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (c) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+          },
+        );
+        req.on('error', reject);
+        req.end(review);
+      });
+    }
+
+    const patchOf = (body: string) =>
+      JSON.parse(Buffer.from(JSON.parse(body).response.patch, 'base64').toString()) as {
+        value?: { reason?: string };
+      }[];
+
+    test('with --webhook-client-ca: 401 without or with a foreign certificate; the verdict for the apiserver certificate', async () => {
+      const clientCa = await createCertificateAuthority('webhook-client-ca');
+      const apiserver = await clientCa.issue({
+        commonName: 'kube-apiserver-webhook-client',
+        usage: 'client',
+      });
+      const stranger = await (await createCertificateAuthority('other')).issue({
+        commonName: 'x',
+        usage: 'client',
+      });
+      const servers = await serve(clientCa.cert);
+      try {
+        for (const client of [undefined, { cert: stranger.cert, key: stranger.key }]) {
+          const refused = await post(servers.webhookPort, client);
+          assert.equal(refused.status, 401);
+          assert.equal(JSON.parse(refused.body).kind, 'Status');
+          assert.doesNotMatch(refused.body, /secret verdict/);
+        }
+        const ok = await post(servers.webhookPort, { cert: apiserver.cert, key: apiserver.key });
+        assert.equal(ok.status, 200, ok.body);
+        assert.equal(patchOf(ok.body).at(-1)?.value?.reason, 'HeartbeatStale');
+        // A renewed serving certificate keeps the client CA.
+        servers.setServingCertificate(
+          await (await createCertificateAuthority('serving-2')).issue({
+            commonName: '127.0.0.1',
+            ipAddresses: ['127.0.0.1'],
+            usage: 'server',
+          }),
+        );
+        assert.equal((await post(servers.webhookPort)).status, 401);
+        assert.equal(
+          (await post(servers.webhookPort, { cert: apiserver.cert, key: apiserver.key })).status,
+          200,
+        );
+      } finally {
+        await servers.close();
+      }
+    });
+
+    test('without a client CA: anonymous callers are answered, but never with the manager verdict', async () => {
+      const servers = await serve();
+      try {
+        const res = await post(servers.webhookPort);
+        assert.equal(res.status, 200, res.body);
+        assert.equal(patchOf(res.body).at(-1)?.value?.reason, 'WaitingForAddonManager');
+        assert.doesNotMatch(res.body, /secret verdict/);
+        assert.doesNotMatch(
+          Buffer.from(JSON.parse(res.body).response.patch, 'base64').toString(),
+          /secret verdict|HeartbeatStale/,
+        );
+      } finally {
+        await servers.close();
+      }
+    });
   });
 });

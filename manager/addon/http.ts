@@ -11,6 +11,7 @@ import { readFileSync, watch } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import express, { type Router } from 'express';
 import type { Logger } from 'pino';
 import { failureStatus } from '../../shared/kube/status.ts';
@@ -23,6 +24,12 @@ export interface HttpServersOptions {
   httpPort: number;
   /** 0: no webhook listener. */
   webhookPort: number;
+  /**
+   * PEM CA bundle (--webhook-client-ca): the webhook listener asks for a client certificate and
+   * refuses, with 401, every caller whose certificate this CA did not sign. Undefined: no client
+   * authentication (handlers see `socket.authorized` false and must answer accordingly).
+   */
+  webhookClientCa?: string;
   /** The webhook serving certificate: files (reloaded when they change) or PEM held by the manager. */
   tls?: { certFile: string; keyFile: string } | KeyPair;
   /** /readyz answers 200 only when this is true (informers synced). */
@@ -67,9 +74,27 @@ export function probesApp(options: Pick<HttpServersOptions, 'ready' | 'metrics' 
 }
 
 /** The HTTPS app: JSON bodies (AdmissionReview), the webhook router, Status errors. */
-export function webhookApp(options: Pick<HttpServersOptions, 'webhookRouter' | 'log'>): express.Express {
+export function webhookApp(
+  options: Pick<HttpServersOptions, 'webhookRouter' | 'log' | 'webhookClientCa'>,
+): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  if (options.webhookClientCa) {
+    // Before the body is read: an unauthenticated caller gets nothing but the refusal. /healthz
+    // stays open (it says only "ok").
+    app.use((req, res, next) => {
+      if (req.path === '/healthz' || (req.socket as TLSSocket).authorized) return next();
+      const reason = (req.socket as TLSSocket).authorizationError;
+      res
+        .status(401)
+        .json(
+          failureStatus(
+            401,
+            `the webhook answers only the hub apiserver: present a client certificate signed by the --webhook-client-ca CA${reason ? ` (${reason})` : ''}`,
+          ),
+        );
+    });
+  }
   // An AdmissionReview carries one object: a few MB at most (etcd's own limit is 1.5 MB).
   app.use(express.json({ limit: '3mb', type: ['application/json', 'application/*+json'] }));
   app.get('/healthz', (_req, res) => {
@@ -92,9 +117,22 @@ export async function startHttpServers(options: HttpServersOptions): Promise<Htt
       const tls = options.tls;
       if (!tls) throw new Error('the webhook listener needs a serving certificate');
       const files = 'certFile' in tls ? tls : undefined;
-      const loadPair = () =>
-        files ? { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) } : (tls as KeyPair);
-      secure = https.createServer(loadPair(), webhookApp(options));
+      // The client CA travels with every secure context: a reloaded certificate keeps it.
+      const clientCa = options.webhookClientCa ? { ca: options.webhookClientCa } : {};
+      const loadPair = () => ({
+        ...(files
+          ? { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) }
+          : (tls as KeyPair)),
+        ...clientCa,
+      });
+      secure = https.createServer(
+        {
+          ...loadPair(),
+          // Ask, and verify in the app (a 401 Status with the reason rather than a TLS alert).
+          ...(options.webhookClientCa ? { requestCert: true, rejectUnauthorized: false } : {}),
+        },
+        webhookApp(options),
+      );
       if (files) {
         // A rotated certificate (a renewed Secret mounted as files) is picked up without a restart.
         const watcher = watch(files.certFile, () => {
@@ -123,7 +161,10 @@ export async function startHttpServers(options: HttpServersOptions): Promise<Htt
     httpPort,
     webhookPort,
     setServingCertificate(pair) {
-      secure?.setSecureContext(pair);
+      secure?.setSecureContext({
+        ...pair,
+        ...(options.webhookClientCa ? { ca: options.webhookClientCa } : {}),
+      });
     },
     async close() {
       stopWatching?.();

@@ -43,7 +43,7 @@ import { DeployController } from './deploy/deploy-controller.ts';
 import { agentValues, deploymentConfigRef, installNamespace } from './deploy/deployment-config.ts';
 import { setUpGatewayDeploy } from './gateway-deploy/setup.ts';
 import { startHttpServers } from './http.ts';
-import { helpText, parseOptions } from './options.ts';
+import { helpText, parseOptions, readWebhookClientCa } from './options.ts';
 import type { CertificateSigningRequest } from './registration/csr-approval.ts';
 import { CsrApprover, csrCollectionPath, csrLabelSelector } from './registration/csr-approver.ts';
 import { RegistrationController } from './registration/registration-controller.ts';
@@ -176,7 +176,7 @@ const controllers: Controller[] = [
   new CsrApprover(common).controller,
   availability.controller,
   new SpecHashController(common).controller,
-  ...(gatewayDeploy ? [gatewayDeploy.controller] : []),
+  ...(gatewayDeploy?.controllers ?? []),
   ...(releaseOwner ? [releaseOwner.controller] : []),
 ];
 
@@ -230,6 +230,10 @@ const http = await startHttpServers({
     : serving
       ? { tls: serving }
       : {}),
+  // Only the hub apiserver's client certificate may ask the webhook (lease-not-found-webhook.ts).
+  ...(options.webhookClientCaFile
+    ? { webhookClientCa: readWebhookClientCa(options.webhookClientCaFile) }
+    : {}),
   ready: synced,
   metrics,
   webhookRouter,

@@ -54,6 +54,12 @@ export interface AddonManagerOptions {
   webhookTarget: { url: string } | { service: string };
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
+  /**
+   * PEM CA file: the webhook listener then requires a client certificate it signed (the hub
+   * apiserver's, from its WebhookAdmission kubeConfigFile). Unset: callers are not authenticated and
+   * the webhook answers only from what the AdmissionReview itself carries.
+   */
+  webhookClientCaFile?: string;
   resyncSeconds: number;
   workers: number;
   logLevel: string;
@@ -151,6 +157,11 @@ export const managerFlags = {
     help: 'webhook serving certificate (PEM); then the manager does not register the webhook (bring your own configuration and caBundle). Default: a CA and certificate the manager keeps in Secret <addon-name>-addon-manager-webhook',
   },
   'tls-private-key-file': { type: 'string', help: 'key (PEM) for --tls-cert-file' },
+  'webhook-client-ca': {
+    type: 'string',
+    default: '',
+    help: "CA (PEM file) of the client certificate the hub apiserver presents to webhooks (--admission-control-config-file, WebhookAdmission kubeConfigFile): the webhook listener then refuses every other caller (401) and rewrites with the manager's current verdict. Empty: callers are not authenticated, so the webhook never answers with the manager's verdicts, only from the AdmissionReview's own old object (or WaitingForAddonManager)",
+  },
   'resync-period': {
     type: 'string',
     default: '300',
@@ -224,6 +235,8 @@ export function parseOptions(
   if (Boolean(certFile) !== Boolean(keyFile)) {
     throw new OptionsError('--tls-cert-file and --tls-private-key-file must be given together');
   }
+  const webhookClientCa = str('webhook-client-ca');
+  if (webhookClientCa) readWebhookClientCa(webhookClientCa);
   const webhookUrl = str('webhook-url');
   if (webhookUrl) parseWebhookUrl(webhookUrl);
   const webhookService = str('webhook-service');
@@ -280,6 +293,7 @@ export function parseOptions(
     webhookPort: integer('webhook-port', str('webhook-port'), 0, 65535),
     webhookTarget: webhookUrl ? { url: webhookUrl.replace(/\/$/, '') } : { service: webhookService },
     ...(certFile ? { tlsCertFile: certFile, tlsPrivateKeyFile: keyFile } : {}),
+    ...(webhookClientCa ? { webhookClientCaFile: webhookClientCa } : {}),
     resyncSeconds: integer('resync-period', str('resync-period'), 10, 86400),
     workers: integer('workers', str('workers'), 1, 64),
     logLevel,
@@ -294,6 +308,20 @@ export function parseOptions(
     addonName,
   });
   return options;
+}
+
+/** The webhook client CA bundle: a readable file with at least one PEM certificate. */
+export function readWebhookClientCa(file: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new OptionsError(`--webhook-client-ca: cannot read ${file}: ${(err as Error).message}`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new OptionsError(`--webhook-client-ca: ${file} holds no PEM certificate`);
+  }
+  return pem;
 }
 
 /** The hub apiserver calls webhooks over https only, at a URL without credentials, query or fragment. */

@@ -3,6 +3,7 @@
  * ClusterGateway, whose proxy subresource forwards requests to managed
  * clusters. Run: node manager/gateway/main.ts --help
  */
+import type { X509Certificate } from 'node:crypto';
 import { hostname } from 'node:os';
 import pino from 'pino';
 import { optionsOrExit } from '../../shared/cli-flags.ts';
@@ -97,7 +98,17 @@ registry.addSource(secrets);
 void secrets.start();
 let managedClusters: ManagedClusterSource | undefined;
 if (options.ocmIntegration) {
-  managedClusters = new ManagedClusterSource(hub, { informer: informerErrors('managedclusters') }, registry);
+  managedClusters = new ManagedClusterSource(
+    hub,
+    { informer: informerErrors('managedclusters'), verdictKey: options.probeVerdictKey },
+    registry,
+  );
+  if (!options.probeVerdictKey) {
+    log.info(
+      {},
+      'no --probe-verdict-key-file: prober verdicts of clusters without a credential Secret are not recorded on their ManagedClusters (kept in the probing replica only)',
+    );
+  }
   registry.addSource(managedClusters);
   void managedClusters.start();
 }
@@ -131,11 +142,15 @@ const authConfig = new Informer<KubeObject & { data?: Record<string, string> }>(
   fieldSelector: 'metadata.name=extension-apiserver-authentication',
   ...informerErrors('extension-apiserver-authentication'),
 });
+// The hub's client CA is also the trust anchor of the replicas' peer certificates (tunnel/peer-identity.ts).
+let hubClientCa: readonly X509Certificate[] | undefined;
 const applyAuthConfig = (cm: { data?: Record<string, string> }) => {
   try {
     requestHeader.update(cm.data);
     clientCert.update(cm.data);
-    endpoint.setClientCAs(trustedClientCAs(parseAuthenticationConfig(cm.data)));
+    const parsed = parseAuthenticationConfig(cm.data);
+    endpoint.setClientCAs(trustedClientCAs(parsed));
+    hubClientCa = parsed.clientCA?.roots;
     log.info({}, 'authentication configuration loaded from kube-system/extension-apiserver-authentication');
   } catch (err) {
     log.error(
@@ -207,6 +222,7 @@ const healthStore = new HealthAnnotationStore({
   secretNamespace: options.secretNamespace,
   secrets: clusterSecrets,
   managedClusters: managedClusters?.informer,
+  verdictKey: options.probeVerdictKey,
   log,
 });
 const recordVerdict = createVerdictRecorder({ store: healthStore, registry, log });
@@ -247,10 +263,10 @@ function replicaSharing() {
   try {
     return setUpReplicaSharing(
       { ...options.tunnelPeers, replicaName: replica },
-      { hub, sink: registry, log },
+      { hub, sink: registry, log, hubClientCa: () => hubClientCa },
     );
   } catch (err) {
-    // An unreadable peer certificate, key or CA: say which flag, not a stack trace.
+    // An unreadable peer certificate, key or CA file: say which flag, not a stack trace.
     log.fatal({ err: (err as Error).message }, 'cannot set up tunnel sharing between replicas');
     process.exit(1);
   }

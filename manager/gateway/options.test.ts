@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import {
   checkGatewayArgs,
@@ -136,4 +139,40 @@ test('checkGatewayArgs: what the gateway would run with, or the flag to fix', ()
     (e: Error) => /argument missing/.test(e.message) && !/Run with --help/.test(e.message),
   );
   assert.throws(() => checkGatewayArgs(['--help']), /--help would make the gateway print its help and exit/);
+});
+
+test('--probe-verdict-key-file: read at start, its bytes the verdict key; unreadable or short, an error naming the flag', (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'verdict-key-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const good = path.join(dir, 'good');
+  writeFileSync(good, 'a'.repeat(31) + '\u00e9'); // 33 bytes, not 32 characters: bytes are what count
+  const o = parsed([`--probe-verdict-key-file=${good}`]);
+  assert.equal(o.probeVerdictKeyFile, good);
+  assert.deepEqual(o.probeVerdictKey, new Uint8Array(Buffer.from(`${'a'.repeat(31)}\u00e9`)));
+  // Without the flag: no key, so no verdict is recorded on ManagedClusters (main.ts says so at start).
+  assert.equal(parsed([]).probeVerdictKey, undefined);
+
+  const short = path.join(dir, 'short');
+  writeFileSync(short, 'x'.repeat(31));
+  assert.throws(
+    () => parseOptions([`--probe-verdict-key-file=${short}`]),
+    (e: Error) =>
+      e instanceof OptionsError && /--probe-verdict-key-file: .*31 bytes.*32 at least/.test(e.message),
+  );
+  assert.throws(
+    () => parseOptions([`--probe-verdict-key-file=${path.join(dir, 'missing')}`]),
+    (e: Error) =>
+      e instanceof OptionsError && /--probe-verdict-key-file: cannot read .*missing/.test(e.message),
+  );
+  // The manager checks the gateway's command line where the file does not exist: no read there.
+  assert.equal(
+    checkGatewayArgs([`--probe-verdict-key-file=${path.join(dir, 'missing')}`]).probeVerdictKey,
+    undefined,
+  );
+  const help =
+    helpText()
+      .split('\n')
+      .find((line) => line.includes('--probe-verdict-key-file')) ?? '';
+  assert.match(help, /ManagedClusters/);
+  assert.match(help, /Every replica must get the same file/);
 });

@@ -8,7 +8,10 @@
  * the manager renders the gateway's container args with renderGatewayArgs and
  * checks the user's --gateway-args with checkGatewayArgs. So this file imports
  * nothing but the flag machinery (no server, no informer): the manager loads it.
+ * The one file it reads (--probe-verdict-key-file) is read by parseOptions only,
+ * at the gateway's start, never by checkGatewayArgs.
  */
+import { readFileSync } from 'node:fs';
 import {
   bool,
   type FlagInputs,
@@ -70,7 +73,17 @@ export interface GatewayOptions {
   tunnelAddonName: string;
   /** Several replicas sharing agent tunnels (tunnel/peer-options.ts); undefined: off. */
   tunnelPeers?: TunnelPeerOptions;
+  /** --probe-verdict-key-file, as given. */
+  probeVerdictKeyFile?: string;
+  /**
+   * Its content, read at start (parseOptions only): the HMAC key of prober verdicts recorded on
+   * ManagedClusters (clusters/verdict-signature.ts). Undefined: no verdict is recorded there.
+   */
+  probeVerdictKey?: Uint8Array;
 }
+
+/** Shortest --probe-verdict-key-file accepted: 256 bits, the HMAC-SHA256 output size. */
+export const minProbeVerdictKeyBytes = 32;
 
 export interface FeatureGates {
   /** Probe each cluster and report status.healthy (on by default here; off in the original). */
@@ -209,6 +222,10 @@ export const gatewayFlags = {
     default: 'cluster-gateway',
     help: 'addon whose agents may attach: their hub user must be system:open-cluster-management:cluster:<cluster>:addon:<this>:agent:<agent>',
   },
+  'probe-verdict-key-file': {
+    type: 'string',
+    help: `file whose bytes (${minProbeVerdictKeyBytes} at least, read at start) sign the prober's health verdicts on ManagedClusters of clusters without a credential Secret, which their klusterlets can rewrite. Every replica must get the same file, unreadable by managed clusters; without it no verdict is recorded on ManagedClusters (the probing replica keeps it in memory)`,
+  },
   ...peerFlags,
   help: { type: 'boolean', default: false, help: 'show this help' },
 } as const;
@@ -234,7 +251,29 @@ export function helpText(): string {
 export function parseOptions(argv: string[]): GatewayOptions | 'help' {
   const values = parseFlags(gatewayFlags, argv);
   if (values.help) return 'help';
-  return optionsFrom(values);
+  const options = optionsFrom(values);
+  return options.probeVerdictKeyFile
+    ? { ...options, probeVerdictKey: readProbeVerdictKey(options.probeVerdictKeyFile) }
+    : options;
+}
+
+/**
+ * The verdict key: the file's bytes as they are (no trimming, so a binary key works too; replicas agree
+ * because they read the same file). An OptionsError naming the flag when unreadable or too short.
+ */
+export function readProbeVerdictKey(file: string): Uint8Array {
+  let key: Buffer;
+  try {
+    key = readFileSync(file);
+  } catch (err) {
+    throw new OptionsError(`--probe-verdict-key-file: cannot read ${file}: ${(err as Error).message}`);
+  }
+  if (key.length < minProbeVerdictKeyBytes) {
+    throw new OptionsError(
+      `--probe-verdict-key-file: ${file} holds ${key.length} bytes; a verdict key needs ${minProbeVerdictKeyBytes} at least (e.g. openssl rand -hex 32)`,
+    );
+  }
+  return new Uint8Array(key);
 }
 
 /**
@@ -310,6 +349,7 @@ function optionsFrom(values: ParsedFlags<typeof gatewayFlags>): GatewayOptions {
     agentTunnels: bool('agent-tunnels', str('agent-tunnels')),
     tunnelAddonName: nonEmpty('tunnel-addon-name', str('tunnel-addon-name')),
     ...(tunnelPeers ? { tunnelPeers } : {}),
+    ...(str('probe-verdict-key-file') ? { probeVerdictKeyFile: str('probe-verdict-key-file') } : {}),
   };
 }
 

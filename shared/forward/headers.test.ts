@@ -176,6 +176,17 @@ describe('upstreamHeaders', () => {
     const value = headerValues(out, 'impersonate-user')[0]!;
     assert.equal(Buffer.from(value, 'latin1').toString('utf8'), 'Zoë 用户');
   });
+
+  it('sends latin1-range identity values as UTF-8 bytes too (not one byte per character)', () => {
+    const out = upstreamHeaders([], {
+      host,
+      identity: { name: 'h-jösé', groups: ['g-ñ'], extra: { rôle: ['chef·de'] } },
+    });
+    const bytes = (name: string) => Buffer.from(headerValues(out, name)[0]!, 'latin1');
+    assert.deepEqual(bytes('impersonate-user'), Buffer.from('h-jösé', 'utf8'));
+    assert.deepEqual(bytes('impersonate-group'), Buffer.from('g-ñ', 'utf8'));
+    assert.deepEqual(bytes('impersonate-extra-r%c3%b4le'), Buffer.from('chef·de', 'utf8'));
+  });
 });
 
 describe('downstreamHeaders', () => {

@@ -2,12 +2,11 @@
  * Kubernetes' impersonation headers, written as client-go's impersonating round tripper writes them:
  * what a kube-apiserver reads to act as another user.
  */
+import { utf8WireValue } from './header-encoding.ts';
 import type { UserInfo } from './user.ts';
 
 /** A raw header array, `[name, value, name, value, ...]` (Node's `req.rawHeaders` shape). */
 type RawHeaders = string[];
-
-const NOT_LATIN1 = /[\u0100-\uffff]/;
 
 /**
  * Appends Impersonate-User, -Uid, -Group (one line each) and -Extra-<key>
@@ -53,9 +52,10 @@ function isTokenByte(b: number): boolean {
 
 /**
  * Node writes header strings as latin1 and rejects characters above U+00FF.
- * User names, groups and extra values may be any UTF-8 (OIDC claims): send
- * their UTF-8 bytes, as Go does, by handing Node the latin1 view of them.
+ * User names, groups and extra values may be any UTF-8 (OIDC claims, certificate
+ * CNs): send their UTF-8 bytes, as Go does, for every non-ASCII character
+ * (header-encoding.ts); a latin1 `ö` sent as one byte would be another name.
  */
 function wireValue(value: string): string {
-  return NOT_LATIN1.test(value) ? Buffer.from(value, 'utf8').toString('latin1') : value;
+  return utf8WireValue(value);
 }

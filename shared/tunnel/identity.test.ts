@@ -58,3 +58,36 @@ describe('the tunnel hop identity codec', () => {
     assert.deepEqual(decodeTunnelIdentity(['Impersonate-User', 'a', 'Impersonate-User', 'b']), refused);
   });
 });
+
+describe('non-ASCII identities on the tunnel hop', () => {
+  it('writes UTF-8 bytes, latin1-range characters included, as Go does (Node sends each character as a byte)', () => {
+    const out: string[] = [];
+    encodeTunnelIdentity(out, { name: 'h-jösé', groups: ['g-ñ', '团队'], extra: {} });
+    const bytes = (value: string) => Buffer.from(value, 'latin1');
+    assert.deepEqual(bytes(out[1]!), Buffer.from('h-jösé', 'utf8'));
+    assert.deepEqual(bytes(out[3]!), Buffer.from('g-ñ', 'utf8'));
+    assert.deepEqual(bytes(out[5]!), Buffer.from('团队', 'utf8'));
+  });
+
+  it('decodes what it encoded back to the same text (Node reads header bytes as latin1)', () => {
+    const out: string[] = [];
+    encodeTunnelIdentity(out, { name: 'h-jösé', uid: 'ü', groups: ['g-ñ', 'plain'], extra: {} });
+    assert.deepEqual(decodeTunnelIdentity(out), {
+      name: 'h-jösé',
+      uid: 'ü',
+      groups: ['g-ñ', 'plain'],
+      extra: {},
+    });
+  });
+
+  it('refuses a value that is not UTF-8 instead of reading it as another name', () => {
+    for (const raw of [
+      ['Impersonate-User', 'h-j\xf6s\xe9'],
+      ['Impersonate-User', 'alice', 'Impersonate-Group', 'g-\xf1'],
+    ]) {
+      const decoded = decodeTunnelIdentity(raw);
+      assert.ok('refusal' in decoded, JSON.stringify(raw));
+      assert.match(decoded.refusal, /not valid UTF-8/);
+    }
+  });
+});

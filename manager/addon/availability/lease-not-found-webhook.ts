@@ -20,12 +20,21 @@
  * the manager has one, to `WaitingForAddonManager`) and sets
  * `healthCheck.mode: Customized`.
  *
+ * Who may ask: the manager's verdict for a cluster (its reason and message) is not public, so it
+ * goes only to a caller the listener authenticated: the hub apiserver's client certificate, verified
+ * against --webhook-client-ca (manager/addon/http.ts refuses anyone else with 401). Without that flag
+ * (a hub whose apiserver flags the installer does not control) callers are anonymous, and the
+ * webhook answers only from what the AdmissionReview itself carries: the old object's own Available
+ * condition, else WaitingForAddonManager. It still keeps LeaseNotFound off the addon; the
+ * availability controller's next write brings the current verdict.
+ *
  * failurePolicy Ignore: OCM never blocks on this manager. The flip side is
  * the guarantee's limit: while no manager replica serves the webhook,
  * nothing rewrites the write, and the availability controller corrects it only
  * when a manager is back.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import { type ConditionVerdict, metaTime } from '../core/conditions.ts';
 import type { Condition, ManagedClusterAddOn } from '../core/resources.ts';
@@ -140,6 +149,22 @@ export function admissionResponse(request: AdmissionRequest, context: MutationCo
 const maxBody = 3 * 1024 * 1024;
 
 /**
+ * What an unauthenticated caller may be told: nothing the manager knows. The verdict then comes from
+ * the request's old object or is "waiting", both of which the caller supplied or could guess.
+ */
+export function anonymousContext(context: MutationContext): MutationContext {
+  return { ...context, verdictFor: () => undefined };
+}
+
+/**
+ * Whether the caller proved who it is: a TLS client certificate the listener verified (only
+ * requested, and only ever true, when --webhook-client-ca is set).
+ */
+function callerVerified(req: IncomingMessage): boolean {
+  return (req.socket as Partial<TLSSocket>).authorized === true;
+}
+
+/**
  * The HTTP handler (plain Node signature, so express mounts it as is). A
  * request it cannot read gets a 400 Status; failurePolicy Ignore means the
  * apiserver then lets the write through unchanged.
@@ -183,7 +208,7 @@ export function admissionHandler(context: MutationContext) {
     reply(200, {
       apiVersion: review.apiVersion ?? 'admission.k8s.io/v1',
       kind: 'AdmissionReview',
-      response: admissionResponse(review.request, context),
+      response: admissionResponse(review.request, callerVerified(req) ? context : anonymousContext(context)),
     });
   };
 }

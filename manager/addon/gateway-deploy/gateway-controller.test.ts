@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import pino from 'pino';
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import { type Informer, objectKey } from '../../../shared/kube/informer.ts';
+import { StatusError } from '../../../shared/kube/status.ts';
 import { differs, firstDifference, GatewayController, specHashAnnotation } from './gateway-controller.ts';
 import type { GatewayInformers } from './informers.ts';
 import { apiServiceName } from './names.ts';
@@ -11,6 +12,17 @@ import { type GatewayDeployOptions, parseGatewayOptions } from './options.ts';
 import { encodeSecretData, servingCertificate } from './serving-certificate.ts';
 
 const day = 86400_000;
+
+interface PodSpecView {
+  containers: { args: string[] }[];
+  volumes: { name: string; secret?: { items?: { key: string; path: string }[] } }[];
+}
+
+/** The hosts the controller's serving certificate names (workload.ts servingHosts), without an external name. */
+function servingHostsOf(name: string, namespace: string): string[] {
+  const svc = `${name}.${namespace}`;
+  return [name, svc, `${svc}.svc`, `${svc}.svc.cluster.local`];
+}
 
 function specOf<T>(obj: KubeObject | undefined): T {
   assert.ok(obj?.spec, 'the object exists');
@@ -62,6 +74,8 @@ function setup(
     metadata: { name: 'cg-manager', uid: 'owner-uid' },
   });
   const writes: string[] = [];
+  /** Paths whose delete the hub refuses (403), as RBAC or an admission policy would. */
+  const forbidden = new Set<string>();
   const events: { type: string; reason: string; message: string }[] = [];
   let uid = 0;
   const hub = {
@@ -82,6 +96,7 @@ function setup(
     },
     async delete(path: string) {
       writes.push(`delete ${path}`);
+      if (forbidden.has(path)) throw StatusError.fromResponse(403, '', `DELETE ${path}`);
       for (const s of Object.values(stores)) {
         for (const [k, v] of s.map) if (path.endsWith(`/${v.metadata?.name}`)) s.map.delete(k);
       }
@@ -109,7 +124,8 @@ function setup(
     assert.ok(d, 'the Deployment exists');
     d.status = { availableReplicas: available, replicas: 2 };
   };
-  return { controller, stores, writes, events, deployment, markAvailable };
+  const forbid = (path: string) => void forbidden.add(path);
+  return { controller, stores, writes, events, deployment, markAvailable, forbid };
 }
 
 describe('GatewayController.reconcile', () => {
@@ -264,6 +280,30 @@ describe('GatewayController.reconcile', () => {
     ]);
   });
 
+  test('an object with the gateway labels it may not delete (403) is left alone; the others still go', async () => {
+    const t = setup();
+    await t.controller.reconcile();
+    const role = t.stores.clusterRoles.map.get('cluster-gateway:gateway');
+    assert.ok(role?.metadata);
+    const foreign = structuredClone(role);
+    foreign.metadata = { ...foreign.metadata, name: 'someone-elses' };
+    t.stores.clusterRoles.map.set('someone-elses', foreign);
+    const stale = structuredClone(
+      t.stores.roles.map.get('open-cluster-management-credentials/cluster-gateway:credentials'),
+    );
+    assert.ok(stale?.metadata);
+    stale.metadata.namespace = 'old-credentials';
+    t.stores.roles.map.set('old-credentials/cluster-gateway:credentials', stale);
+    t.forbid('/apis/rbac.authorization.k8s.io/v1/clusterroles/someone-elses');
+    t.writes.length = 0;
+    await t.controller.reconcile();
+    assert.deepEqual(t.writes, [
+      'delete /apis/rbac.authorization.k8s.io/v1/clusterroles/someone-elses',
+      'delete /apis/rbac.authorization.k8s.io/v1/namespaces/old-credentials/roles/cluster-gateway:credentials',
+    ]);
+    assert.ok(t.stores.clusterRoles.map.has('someone-elses'), 'still there');
+  });
+
   test('a setting the manager drops is dropped on the object (the spec hash changes)', async () => {
     const t = setup({ resources: { limits: { memory: '256Mi' } } });
     await t.controller.reconcile();
@@ -307,6 +347,54 @@ describe('GatewayController.reconcile', () => {
       'base64',
     ).toString();
     assert.ok(bundle.includes(newCa.trim()) && bundle.includes(oldCa.trim()), 'both CAs trusted');
+  });
+
+  test('the verdict key in the TLS Secret: added to a Secret without one, the same through leaf renewal and CA rotation', async () => {
+    let now = Date.now();
+    const t = setup({ caValiditySeconds: 30 * 86400, certificateValiditySeconds: 10 * 86400 }, () => now);
+    // A Secret an older manager wrote: valid certificates, no verdict key.
+    const older = await servingCertificate(
+      {},
+      {
+        hosts: servingHostsOf(t.controller.names.name, t.controller.names.namespace),
+        subject: 'cluster-gateway.cg-system',
+        caValidForMs: 30 * day,
+        servingValidForMs: 10 * day,
+      },
+      now,
+    );
+    const { 'verdict.key': _none, ...certificatesOnly } = older.data;
+    t.stores.secrets.map.set('cg-system/cluster-gateway-tls', {
+      kind: 'Secret',
+      metadata: { name: 'cluster-gateway-tls', namespace: 'cg-system', resourceVersion: '0' },
+      data: encodeSecretData(certificatesOnly),
+    });
+    await t.controller.reconcile();
+    t.markAvailable(1);
+    await t.controller.reconcile();
+    const secretData = () => dataOf(t.stores.secrets.map.get('cg-system/cluster-gateway-tls'));
+    const decoded = (k: string) => Buffer.from(secretData()[k] ?? '', 'base64').toString();
+    const key = decoded('verdict.key');
+    assert.match(key, /^[0-9a-f]{64}$/, 'added');
+    assert.equal(decoded('tls.crt'), certificatesOnly['tls.crt'], 'the certificates were left as they were');
+    const firstCa = decoded('ca.crt');
+
+    now += 7 * day; // the leaf (10 days) has a third of its life left
+    await t.controller.reconcile();
+    assert.notEqual(decoded('tls.crt'), certificatesOnly['tls.crt'], 'leaf renewed');
+    assert.equal(decoded('verdict.key'), key, 'kept through the leaf renewal');
+    now += 18 * day; // 5 of the CA's 30 days left
+    await t.controller.reconcile();
+    assert.notEqual(decoded('ca.crt'), firstCa, 'CA rotated');
+    assert.equal(decoded('verdict.key'), key, 'kept through the CA rotation');
+
+    // The pod gets it, and the gateway is told where.
+    const pod = specOf<{ template: { spec: PodSpecView } }>(t.deployment()).template.spec;
+    const tls = pod.volumes.find((v) => v.name === 'tls');
+    assert.ok(tls?.secret?.items?.some((i) => i.key === 'verdict.key' && i.path === 'verdict.key'));
+    assert.ok(
+      pod.containers[0]?.args.includes('--probe-verdict-key-file=/etc/cluster-gateway/tls/verdict.key'),
+    );
   });
 
   test('a rotation is waited for in the cache: the reconcile after it does not rotate again from the old data', async () => {

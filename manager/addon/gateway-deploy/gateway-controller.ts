@@ -28,6 +28,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { KubeClient, KubeObject } from '../../../shared/kube/client.ts';
 import { objectKey } from '../../../shared/kube/informer.ts';
+import { StatusError } from '../../../shared/kube/status.ts';
 import { Controller, type ControllerDeps, watchAll } from '../core/controller.ts';
 import type { OwnerReference } from '../core/resources.ts';
 import type { ProcessResult } from '../core/work-queue.ts';
@@ -43,6 +44,7 @@ import {
   gatewayFieldManager,
   gatewayNames,
   objectPath,
+  verdictKeyFile,
 } from './names.ts';
 import { type GatewayDeployOptions, shortValiditySeconds } from './options.ts';
 import { gatewayRbac } from './rbac.ts';
@@ -242,6 +244,13 @@ export class GatewayController {
           : 'gateway serving certificate issued',
       );
     }
+    if (state.verdictKeyGenerated) {
+      // Once per Secret: later renewals carry it over (serving-certificate.ts).
+      this.#log.info(
+        { secret: `${this.#names.namespace}/${this.#names.tlsSecret}`, entry: verdictKeyFile },
+        'gateway probe verdict key generated',
+      );
+    }
     for (const [which, pem] of [
       ['serving', state.data['tls.crt']],
       ['ca', state.data['ca.crt']],
@@ -300,7 +309,19 @@ export class GatewayController {
       if (kind === 'APIService' || kind === 'Secret') continue; // watched by name: always the wanted one
       for (const obj of informers[field]?.list() ?? []) {
         if (wanted.has(`${kind}/${objectKey(obj)}`)) continue;
-        await this.#d.hub.delete(objectPath({ ...obj, kind }));
+        try {
+          await this.#d.hub.delete(objectPath({ ...obj, kind }));
+        } catch (err) {
+          // The manager may delete the gateway's objects by their current names only (the chart's RBAC and
+          // admission policy): one under another name (a renamed gateway, or anyone's object carrying the
+          // gateway's labels) is the admin's to remove, not a reason to stop reconciling.
+          if (!(err instanceof StatusError && err.code === 403)) throw err;
+          this.#log.warn(
+            { kind, name: objectKey(obj), err: err.message },
+            "an object with the gateway labels is not the gateway's to delete (forbidden): left alone",
+          );
+          continue;
+        }
         this.#log.info({ kind, name: objectKey(obj) }, 'gateway object no longer wanted: deleted');
       }
     }

@@ -29,6 +29,12 @@ export const gatewayLabelSelector = `app.kubernetes.io/component=gateway,app.kub
 export const servingCertificateDir = '/etc/cluster-gateway/tls';
 
 /**
+ * The entry of the TLS Secret (and the file next to the serving certificate) holding the key the
+ * replicas sign prober verdicts on ManagedClusters with (the gateway's --probe-verdict-key-file).
+ */
+export const verdictKeyFile = 'verdict.key';
+
+/**
  * The port on which replicas forward agent-tunnel streams to the replica holding the tunnel (mutual
  * TLS, tunnel/peers.ts). Pod to pod only: no Service exposes it.
  */
@@ -38,7 +44,7 @@ export interface GatewayNames {
   namespace: string;
   /** Deployment, Service, ServiceAccount, PodDisruptionBudget. */
   name: string;
-  /** The CA and the serving certificate (the pod mounts the latter's two keys and the CA bundle, never the CA key). */
+  /** The CA, the serving certificate and the verdict key (the pod mounts the serving pair and the verdict key, never the CA key). */
   tlsSecret: string;
   credentialNamespace: string;
   /** ClusterRole and ClusterRoleBinding: clusters, proxy configurations. */

@@ -78,6 +78,11 @@ describe('gateway deploy options', () => {
       { 'gateway-args': '["--secure-port=1"]' },
       /--secure-port is set by the manager/,
     ],
+    [
+      "the replicas' shared verdict key, which one of the user's would split",
+      { 'gateway-args': '["--probe-verdict-key-file=/tmp/mine"]' },
+      /--probe-verdict-key-file is set by the manager/,
+    ],
     ['a non-flag argument', { 'gateway-args': '["debug"]' }, /item 0 .* is not a --flag/],
     [
       'a misspelt gateway flag',

@@ -69,6 +69,8 @@ export const managedGatewayFlags = [
   'kubeconfig',
   'secret-namespace',
   'tunnel-addon-name',
+  // The replicas' shared key (workload.ts): one of their own would make them disagree.
+  'probe-verdict-key-file',
   // Tunnel sharing between replicas (workload.ts: peerFlags).
   'tunnel-peer-port',
   'tunnel-peer-cert',

@@ -17,6 +17,7 @@ const rbacGroup = 'rbac.authorization.k8s.io';
 export interface PolicyRule {
   apiGroups: string[];
   resources: string[];
+  resourceNames?: string[];
   verbs: string[];
 }
 
@@ -27,11 +28,20 @@ export const gatewayClusterRules: PolicyRule[] = [
     resources: ['managedclusters'],
     // get/list/watch: clusters/managedcluster-source.ts (OCM integration). patch: the health mark and the
     // prober's verdict of a cluster without a credential Secret (health/annotation-store.ts, a merge patch of
-    // annotations). RBAC
-    // cannot narrow it to annotations; it gives the gateway nothing it lacks (it already holds every
-    // cluster's credential), and OCM's webhook still requires the accept/join permissions for
-    // hubAcceptsClient and cluster-set labels.
+    // annotations under status.cluster.core.oam.dev/). RBAC cannot narrow it to annotations nor to names
+    // (every cluster); the chart's ValidatingAdmissionPolicy <release>-managedcluster-annotations holds this
+    // ServiceAccount to those annotations (spec, labels and other annotations unchanged). Reviewed broad
+    // grant: docs/install.md, "Permissions: the broad grants and why".
     verbs: ['get', 'list', 'watch', 'patch'],
+  },
+  {
+    apiGroups: ['certificates.k8s.io'],
+    resources: ['certificatesigningrequests'],
+    // tunnel/peer-certificate.ts: each replica asks for its peer certificate with a kube-apiserver-client
+    // CSR and reads it back once issued. The CSR's name is per pod, so `get` cannot be narrowed
+    // (resourceNames) and create never can; a CSR holds public data only (a public key, the subject, the
+    // issued certificate). Reviewed broad grant (docs/install.md).
+    verbs: ['create', 'get'],
   },
   {
     apiGroups: ['gateway.cluster.core.oam.dev'],
@@ -54,7 +64,8 @@ export const gatewayCredentialRules: PolicyRule[] = [
     resources: ['secrets'],
     // get/list/watch: clusters/secret-source.ts. patch: the health mark and the prober's verdict, as
     // annotations (health/annotation-store.ts).
-    // A Role: Secrets of the credential namespace only, never create/update/delete.
+    // A Role: Secrets of the credential namespace only, never create/update/delete. Every Secret there is a
+    // cluster's credential the gateway serves, named after a cluster: not narrowable (reviewed, docs/install.md).
     verbs: ['get', 'list', 'watch', 'patch'],
   },
 ];
@@ -67,7 +78,9 @@ export const gatewayTunnelLeaseRules: PolicyRule[] = [
     // tunnel/leases.ts: a Lease per tunnelled cluster, written by the replica holding its tunnel and
     // watched by the others (which clear the holder of one no longer renewed); health/prober-leader.ts: the
     // prober's leader election, which is also the replicas' heartbeat. A released Lease is emptied, never
-    // deleted: no delete.
+    // deleted: no delete. Tunnel Lease names carry the cluster's, so RBAC cannot narrow these; the chart's
+    // ValidatingAdmissionPolicy <release>-tunnel-leases lets only this ServiceAccount write tunnel and prober
+    // Leases, whoever else may write Leases here (reviewed, docs/install.md).
     verbs: ['get', 'list', 'watch', 'create', 'update'],
   },
 ];

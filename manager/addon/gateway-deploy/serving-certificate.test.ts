@@ -106,6 +106,39 @@ describe('gateway serving certificate', () => {
     assert.deepEqual(planRotation(foreign, windowed, Date.now()), { renewal: 'serving', reason: 'repair' });
   });
 
+  test('the verdict key: made once when missing, carried over unchanged through leaf renewal and CA rotation', async () => {
+    const short = { ...settings, caValidForMs: 120_000, servingValidForMs: 60_000 };
+    const now = Date.now();
+    const first = await servingCertificate({}, short, now);
+    assert.equal(first.verdictKeyGenerated, true);
+    const key = first.data['verdict.key'] ?? '';
+    assert.match(key, /^[0-9a-f]{64}$/, '32 random bytes, as hex');
+    const kept = await servingCertificate(first.data, short, now + 1000);
+    assert.equal(kept.renewal, 'none');
+    assert.equal(kept.verdictKeyGenerated, false);
+    assert.deepEqual(kept.data, first.data, 'nothing to write');
+    const renewed = await servingCertificate(first.data, short, first.recheckAt);
+    assert.equal(renewed.renewal, 'serving');
+    assert.equal(renewed.data['verdict.key'], key, 'leaf renewal keeps it');
+    const rotated = await servingCertificate(renewed.data, short, now + 80_000);
+    assert.equal(rotated.renewal, 'ca');
+    assert.notEqual(rotated.data['ca.crt'], first.data['ca.crt']);
+    assert.equal(rotated.data['verdict.key'], key, 'CA rotation keeps it');
+    assert.equal(rotated.verdictKeyGenerated, false);
+    // A Secret from before the key existed, certificates valid: the key is added, nothing reissued.
+    const { 'verdict.key': _dropped, ...older } = first.data;
+    const added = await servingCertificate(older, short, now + 1000);
+    assert.equal(added.renewal, 'none');
+    assert.equal(added.verdictKeyGenerated, true);
+    assert.equal(added.data['tls.crt'], first.data['tls.crt']);
+    assert.match(added.data['verdict.key'] ?? '', /^[0-9a-f]{64}$/);
+    assert.notEqual(added.data['verdict.key'], key, 'random, not derived');
+    // One the gateway would refuse (shorter than 32 bytes) is replaced rather than stopping every replica.
+    const tooShort = await servingCertificate({ ...first.data, 'verdict.key': 'x'.repeat(31) }, short, now);
+    assert.equal(tooShort.verdictKeyGenerated, true);
+    assert.match(tooShort.data['verdict.key'] ?? '', /^[0-9a-f]{64}$/);
+  });
+
   test('Secret data round trip', () => {
     const data = { 'ca.crt': 'a', 'tls.key': 'b' };
     assert.deepEqual(decodeSecretData(encodeSecretData(data)), data);

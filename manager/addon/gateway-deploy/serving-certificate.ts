@@ -1,7 +1,13 @@
 /**
  * The gateway's CA and serving certificate, kept in one Secret
  * (`<gateway>-tls`: ca.crt, ca.key, ca-previous.crt, tls.crt, tls.key, and
- * ca-bundle.crt, the current and previous CA, which the replicas trust in each other).
+ * ca-bundle.crt, the current and previous CA, which the replicas trust in each other),
+ * with one more entry that is no certificate: verdict.key, the key every replica signs
+ * the prober's verdicts on ManagedClusters with (--probe-verdict-key-file). It is made
+ * once, when missing, and carried over unchanged through every renewal and CA rotation:
+ * replicas started before and after one must hold the same key, or each would take the
+ * others' verdicts for forgeries. The Secret sits in the manager's namespace, out of any
+ * klusterlet's reach.
  * The approach of ../webhook-certificate.ts, whose rules it reuses
  * (repairNeeded, caBundleOf): renew the serving certificate with a third of
  * its life left (same CA, so the APIService caBundle does not change), and
@@ -15,10 +21,17 @@
  * informer and writes the result with server-side apply (it is the only
  * writer, behind leader election), so no read-modify-write race exists.
  */
-import { X509Certificate } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { createCertificateAuthority, loadCertificateAuthority } from '../../../shared/pki.ts';
-import { caBundleOf, type Renewal, repairNeeded, type SecretData } from '../core/webhook-certificate.ts';
+import { minProbeVerdictKeyBytes } from '../../gateway/options.ts';
+import {
+  type SecretData as CertificateData,
+  caBundleOf,
+  type Renewal,
+  repairNeeded,
+} from '../core/webhook-certificate.ts';
+import { verdictKeyFile } from './names.ts';
 import {
   type Lifetime,
   type RotationSchedule,
@@ -26,7 +39,10 @@ import {
   rotationTime,
 } from './rotation-schedule.ts';
 
-export type { Renewal, SecretData };
+export type { Renewal };
+
+/** The Secret's entries: the certificates, and the verdict key (hex text, so it survives the UTF-8 decoding below). */
+export type SecretData = CertificateData & { [verdictKeyFile]?: string };
 
 export interface CertificateSettings {
   /** DNS names and addresses the serving certificate must name. */
@@ -47,6 +63,8 @@ export interface CertificateState {
   reason: RotationTime['reason'] | 'repair' | 'none';
   /** PEM CAs the APIService must trust. */
   caBundle: string;
+  /** verdict.key was missing (or too short for the gateway) and was made now. */
+  verdictKeyGenerated: boolean;
   /** When to look again: the next rotation, or the previous CA's expiry (it then leaves the bundle). */
   recheckAt: number;
 }
@@ -65,14 +83,28 @@ export async function servingCertificate(
   now: number,
 ): Promise<CertificateState> {
   const plan = planRotation(current, settings, now);
-  const data = plan.renewal === 'none' ? current : await issue(current, plan.renewal, settings);
+  const certificates = plan.renewal === 'none' ? current : await issue(current, plan.renewal, settings);
+  const verdictKey = verdictKeyOf(current);
+  const data = { ...certificates, [verdictKeyFile]: verdictKey.key };
   return {
     data,
+    verdictKeyGenerated: verdictKey.generated,
     renewal: plan.renewal,
     reason: plan.reason,
     caBundle: caBundleOf(data, now),
     recheckAt: recheckAt(data, settings, now),
   };
+}
+
+/**
+ * The verdict key the Secret holds, else a new one: 32 random bytes as 64 hex characters (the gateway
+ * takes the file's bytes as the key). Regenerated only when missing or shorter than the gateway accepts,
+ * since an unusable key would stop every replica at start.
+ */
+export function verdictKeyOf(current: SecretData): { key: string; generated: boolean } {
+  const held = current[verdictKeyFile];
+  if (held && Buffer.byteLength(held) >= minProbeVerdictKeyBytes) return { key: held, generated: false };
+  return { key: randomBytes(32).toString('hex'), generated: true };
 }
 
 /** What to renew now, and why. Pure. */

@@ -1,7 +1,8 @@
 /**
- * Wires the gateway controller for main.ts: its informers (started by every
- * replica, with the manager's others) and the controller (started on
- * leadership), from the manager's options.
+ * Wires the gateway controllers for main.ts: their informers (started by every
+ * replica, with the manager's others) and the controllers (started on
+ * leadership), from the manager's options: the gateway's objects, and the
+ * approver of its replicas' peer certificates (peer-certificates.ts).
  */
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../../shared/kube/client.ts';
@@ -13,10 +14,12 @@ import { GatewayController } from './gateway-controller.ts';
 import { allInformers, gatewayInformers } from './informers.ts';
 import { gatewayNames } from './names.ts';
 import type { GatewayDeployOptions } from './options.ts';
+import { PeerCertificateApprover, peerCsrInformer } from './peer-certificates.ts';
 
 export interface GatewayDeploySetup {
-  informers: Informer[];
-  controller: Controller;
+  // biome-ignore lint/suspicious/noExplicitAny: informers of several object types.
+  informers: Informer<any>[];
+  controllers: Controller[];
 }
 
 export function setUpGatewayDeploy(deps: {
@@ -42,5 +45,17 @@ export function setUpGatewayDeploy(deps: {
     events: new EventRecorder(deps.hub, deps.log, 'cluster-gateway-addon-manager'),
     resyncMs: deps.resyncMs,
   });
-  return { informers: allInformers(informers), controller: gateway.controller };
+  const peerCsrs = peerCsrInformer(deps.hub, deps.informerOptions);
+  const peerCertificates = new PeerCertificateApprover({
+    hub: deps.hub,
+    csrs: peerCsrs,
+    namespace: names.namespace,
+    serviceAccount: names.name,
+    log: deps.log,
+    metrics: deps.metrics,
+  });
+  return {
+    informers: [...allInformers(informers), peerCsrs],
+    controllers: [gateway.controller, peerCertificates.controller],
+  };
 }

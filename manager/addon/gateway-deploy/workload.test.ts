@@ -55,30 +55,40 @@ describe('gateway workload', () => {
       '/app/manager/gateway/main.ts',
     ]);
     assert.equal(container.readinessProbe.httpGet.scheme, 'HTTPS');
-    // The serving pair and the CA bundle are mounted: the CA key stays in the Secret.
+    // The serving pair and the verdict key are mounted: the CA key (and the CA bundle, no peer trust) stay
+    // in the Secret.
     assert.deepEqual(
-      pod.volumes[0].secret.items.map((i: { key: string }) => i.key),
-      ['tls.crt', 'tls.key', 'ca-bundle.crt'],
+      pod.volumes[0].secret.items.map((i: { key: string; path: string }) => [i.key, i.path]),
+      [
+        ['tls.crt', 'tls.crt'],
+        ['tls.key', 'tls.key'],
+        ['verdict.key', 'verdict.key'],
+      ],
+    );
+    assert.equal(pod.volumes.length, 2, 'the TLS Secret and /tmp, nothing else');
+    assert.equal(
+      pod.automountServiceAccountToken,
+      undefined,
+      "the kubelet's bound token (pod-name extra) is mounted",
     );
   });
 
-  test('agent tunnels on (the default): replicas share tunnels over the peer port, found through Leases', () => {
+  test('agent tunnels on (the default): replicas share tunnels over the peer port, found through Leases, proven by the hub signer', () => {
     const d = deployment(spec()) as Loose;
     const [container] = d.spec.template.spec.containers;
     const peerArgs = container.args.filter((a: string) => /^--tunnel-(peer|lease)/.test(a));
     assert.deepEqual(peerArgs, [
       '--tunnel-peer-port=9444',
-      '--tunnel-peer-cert=/etc/cluster-gateway/tls/tls.crt',
-      '--tunnel-peer-key=/etc/cluster-gateway/tls/tls.key',
-      '--tunnel-peer-ca=/etc/cluster-gateway/tls/ca-bundle.crt',
       '--tunnel-peer-address=$(POD_IP):9444',
       '--tunnel-lease-namespace=cg-system',
     ]);
+    // No peer certificate from files: the serving pair is no peer credential.
+    assert.ok(!container.args.some((a: string) => /^--tunnel-peer-(cert|key|ca)=/.test(a)));
     const env = Object.fromEntries(
       container.env.map((e: Loose) => [e.name, e.valueFrom?.fieldRef?.fieldPath ?? e.value]),
     );
     assert.equal(env.POD_IP, 'status.podIP', 'the kubelet expands $(POD_IP) in args from this env var');
-    assert.equal(env.POD_NAME, 'metadata.name', "the replica's name in its Leases");
+    assert.equal(env.POD_NAME, 'metadata.name', "the replica's name in its Leases and peer certificate");
     assert.deepEqual(
       container.ports.map((p: Loose) => [p.name, p.containerPort]),
       [
@@ -129,6 +139,7 @@ describe('gateway workload', () => {
       '--tls-private-key-file=/etc/cluster-gateway/tls/tls.key',
       '--secret-namespace=creds',
       '--tunnel-addon-name=cluster-gateway',
+      '--probe-verdict-key-file=/etc/cluster-gateway/tls/verdict.key',
       '--log-level=debug',
       '--agent-tunnels=false',
     ]);
@@ -141,8 +152,16 @@ describe('gateway workload', () => {
     assert.equal(o.tlsCertFile, '/etc/cluster-gateway/tls/tls.crt');
     assert.equal(o.secretNamespace, 'creds');
     assert.equal(o.tunnelAddonName, 'cluster-gateway');
+    // Where the tls volume puts the Secret's verdict.key (not read here: the file is the pod's).
+    assert.equal(o.probeVerdictKeyFile, '/etc/cluster-gateway/tls/verdict.key');
     assert.equal(o.tunnelPeers?.address, '10.1.2.3:9444');
     assert.equal(o.tunnelPeers?.leaseNamespace, 'cg-system');
+    assert.equal(
+      o.tunnelPeers?.namespace,
+      'cg-system',
+      'the peer certificate names the Lease (and pod) namespace',
+    );
+    assert.equal(o.tunnelPeers?.files, undefined, 'the peer certificate comes from the hub');
     const off = checkGatewayArgs(gatewayArgs(spec({ 'gateway-args': '["--agent-tunnels=false"]' })));
     assert.equal(off.tunnelPeers, undefined);
     checkGatewayCommandLine(spec({ 'gateway-args': '["--log-level=debug","--tunnel-lease-duration=20"]' }));

@@ -8,7 +8,13 @@
 import { containerEnv, expandContainerEnv } from '../../../shared/cli-flags.ts';
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import { type GatewayFlagValues, renderGatewayArgs } from '../../gateway/options.ts';
-import { type GatewayNames, gatewayObjectLabels, servingCertificateDir, tunnelPeerPort } from './names.ts';
+import {
+  type GatewayNames,
+  gatewayObjectLabels,
+  servingCertificateDir,
+  tunnelPeerPort,
+  verdictKeyFile,
+} from './names.ts';
 import { checkAsGateway, type GatewayDeployOptions } from './options.ts';
 
 /** What the builders need beyond the names: the options and the addon whose agents may attach. */
@@ -57,6 +63,8 @@ export function gatewayArgs(spec: GatewaySpec): string[] {
       'tls-private-key-file': `${servingCertificateDir}/tls.key`,
       'secret-namespace': names.credentialNamespace,
       'tunnel-addon-name': addonName,
+      // The same Secret entry in every replica, kept through certificate rotations (serving-certificate.ts).
+      'probe-verdict-key-file': `${servingCertificateDir}/${verdictKeyFile}`,
       ...peerFlags(spec),
     }),
     ...options.args,
@@ -88,20 +96,20 @@ export function agentTunnelsOn({ options }: Pick<GatewaySpec, 'options'>): boole
 /**
  * Tunnel sharing between replicas: an agent's tunnel lands on one replica, and the others forward its
  * cluster's requests there (tunnel/replicas.ts), found through a Lease per cluster in the gateway's
- * namespace. Every replica's peer certificate is its serving certificate (client and server usage),
- * signed by the gateway's own CA, which signs gateway replicas only; the CA bundle (current and
- * previous CA) lets replicas on both sides of a CA rotation trust each other. With one replica it
- * costs a Lease write per tunnel and an idle listener, and a scale-up needs no restart of the pods.
+ * namespace. Each replica proves itself on the peer port with a client certificate of the hub's
+ * kube-apiserver-client signer, CN `cluster-gateway-peer:<namespace>:<pod name>`, requested with a key
+ * that never leaves the pod's memory and approved by this manager for the gateway's ServiceAccount
+ * from that very pod only (peer-certificates.ts). The serving pair is not a peer credential: whoever
+ * may read the gateway's TLS Secret (the CA key included) cannot pass for a replica. With one replica
+ * it costs a Lease write per tunnel, a CSR a day and an idle listener, and a scale-up needs no restart.
  */
 function peerFlags(spec: GatewaySpec): GatewayFlagValues {
   if (!agentTunnelsOn(spec)) return {};
   return {
     'tunnel-peer-port': tunnelPeerPort,
-    'tunnel-peer-cert': `${servingCertificateDir}/tls.crt`,
-    'tunnel-peer-key': `${servingCertificateDir}/tls.key`,
-    'tunnel-peer-ca': `${servingCertificateDir}/ca-bundle.crt`,
     // The kubelet expands it from the container's env (POD_IP, below).
     'tunnel-peer-address': `${containerEnv('POD_IP')}:${tunnelPeerPort}`,
+    // Also the namespace in the replicas' peer certificates (--tunnel-peer-namespace's default): the pods'.
     'tunnel-lease-namespace': spec.names.namespace,
   };
 }
@@ -156,7 +164,9 @@ export function deployment(spec: GatewaySpec): KubeObject {
               args: gatewayArgs(spec),
               env: [
                 { name: 'NODE_COMPILE_CACHE', value: compileCache },
-                // The replica's name in its tunnel Leases, and where the other replicas reach its peer port.
+                // The replica's name in its tunnel Leases and its peer certificate (whose CSR the hub
+                // records with the pod's name from its bound token), and where the other replicas reach
+                // its peer port.
                 { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
                 { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
               ],
@@ -192,13 +202,14 @@ export function deployment(spec: GatewaySpec): KubeObject {
           volumes: [
             {
               name: 'tls',
-              // The serving pair and the CA bundle (peer trust): the CA's key stays in the Secret, out of the pod.
+              // The serving pair and the verdict key: the CA's key (and its certificates) stay in the Secret,
+              // out of the pod.
               secret: {
                 secretName: names.tlsSecret,
                 items: [
                   { key: 'tls.crt', path: 'tls.crt' },
                   { key: 'tls.key', path: 'tls.key' },
-                  { key: 'ca-bundle.crt', path: 'ca-bundle.crt' },
+                  { key: verdictKeyFile, path: verdictKeyFile },
                 ],
               },
             },

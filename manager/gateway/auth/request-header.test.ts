@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { utf8WireValue } from '../../../shared/identity/header-encoding.ts';
 import { type CertificateAuthority, createCertificateAuthority, type KeyPair } from '../../../shared/pki.ts';
 import { RequestHeaderAuthenticator } from './request-header.ts';
 import { type AuthServer, request, startAuthServer } from './testing.ts';
@@ -59,6 +60,41 @@ describe('front-proxy (requestheader) authentication over real TLS', () => {
     assert.equal(headers['x-other'], 'kept');
     const raw = res.body['rawHeaders'] as string[];
     assert.ok(!raw.some((name) => name.toLowerCase().startsWith('x-remote')));
+  });
+
+  test('reads identity values as the UTF-8 bytes the aggregator writes, not as latin1', async () => {
+    // What kube-apiserver's front proxy puts on the wire for user h-jösé in group g-ñ: UTF-8 bytes
+    // (utf8WireValue hands Node the latin1 view of them, so these exact bytes are sent).
+    const res = await request(server, {
+      cert: proxyClient,
+      headers: {
+        'X-Remote-User': utf8WireValue('h-jösé'),
+        'X-Remote-Uid': utf8WireValue('uid-ü'),
+        'X-Remote-Group': [utf8WireValue('g-ñ'), utf8WireValue('团队')],
+        // client-go escapes the key's UTF-8 bytes; the value is raw UTF-8.
+        'X-Remote-Extra-R%C3%B4le': utf8WireValue('chef·de·projet'),
+      },
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body['user'], {
+      name: 'h-jösé',
+      uid: 'uid-ü',
+      groups: ['g-ñ', '团队'],
+      extra: { rôle: ['chef·de·projet'] },
+    });
+  });
+
+  test('rejects identity values whose bytes are not UTF-8 (401) rather than guessing a latin1 name', async () => {
+    const cases: Record<string, string>[] = [
+      { 'X-Remote-User': 'h-j\xf6s\xe9' },
+      { 'X-Remote-User': 'alice', 'X-Remote-Group': 'g-\xf1' },
+      { 'X-Remote-User': 'alice', 'X-Remote-Extra-Scopes': '\xff' },
+    ];
+    for (const headers of cases) {
+      const res = await request(server, { cert: proxyClient, headers });
+      assert.equal(res.status, 401, JSON.stringify(headers));
+      assert.match(String(res.body['message']), /not valid UTF-8/);
+    }
   });
 
   test('rejects identity headers with a certificate from another CA (the client CA)', async () => {

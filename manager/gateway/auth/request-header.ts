@@ -6,6 +6,12 @@
  * X-Remote-Extra-*. Those headers are trusted only after the certificate
  * chain verifies against the front-proxy CA and its CN is an allowed name.
  *
+ * Values are UTF-8, as the aggregator writes them (Go strings are bytes): Node
+ * reads them as latin1, so they are decoded here (shared/identity/header-encoding.ts);
+ * a value that is not valid UTF-8 is rejected rather than guessed at, so the
+ * SubjectAccessReview, exchange rules and access log see the hub's own name.
+ * Extra keys are percent-encoded UTF-8 in the header name, decoded the same way.
+ *
  * One deliberate difference from Kubernetes: a request that carries a
  * username header without such a certificate is rejected with 401 (a
  * RejectedCredentialsError that stops the authenticator chain) instead of
@@ -13,6 +19,7 @@
  * silently becomes some other identity.
  */
 import type { IncomingMessage } from 'node:http';
+import { utf8HeaderValue } from '../../../shared/identity/header-encoding.ts';
 import type { UserInfo } from '../../../shared/identity/user.ts';
 import { RejectedCredentialsError } from './auth-errors.ts';
 import {
@@ -79,20 +86,29 @@ export class RequestHeaderAuthenticator implements Authenticator {
     // Only the configured headers carry the identity; the default one merely
     // triggered the check above.
     // Go's Header.Get: the first value of each configured header, in order.
-    const name = firstHeaderValue(req, config.usernameHeaders);
-    if (name === undefined) {
+    const rawName = firstHeaderValue(req, config.usernameHeaders);
+    if (rawName === undefined) {
       throw rejected(`no user name in ${config.usernameHeaders.join(', ') || 'any username header'}`);
     }
-    const uid = firstHeaderValue(req, config.uidHeaders);
+    const name = utf8(rawName, 'user name');
+    const rawUid = firstHeaderValue(req, config.uidHeaders);
+    const uid = rawUid === undefined ? undefined : utf8(rawUid, 'uid');
     const user: UserInfo = {
       name,
-      groups: allHeaderValues(req, config.groupHeaders),
+      groups: allHeaderValues(req, config.groupHeaders).map((group) => utf8(group, 'group')),
       extra: extraFromHeaders(req, config.extraHeaderPrefixes),
       ...(uid ? { uid } : {}),
     };
     removeHeaders(req, (header) => isIdentityHeader(header, config, usernameHeaders));
     return user;
   }
+}
+
+/** A header value's UTF-8 text; a 401 when its bytes are not UTF-8. */
+function utf8(nodeValue: string, what: string): string {
+  const text = utf8HeaderValue(nodeValue);
+  if (text === undefined) throw rejected(`the ${what} header value is not valid UTF-8`);
+  return text;
 }
 
 function rejected(reason: string): RejectedCredentialsError {
@@ -110,14 +126,16 @@ function extraFromHeaders(req: IncomingMessage, prefixes: readonly string[]): Re
     for (const header of Object.keys(req.headersDistinct)) {
       if (!header.startsWith(prefix) || header.length === prefix.length) continue;
       const key = unescapeExtraKey(header.slice(prefix.length));
-      const values = allHeaderValues(req, [header]);
+      const values = allHeaderValues(req, [header]).map((value) => utf8(value, `extra ${key}`));
       if (values.length > 0) extra[key] = [...(extra[key] ?? []), ...values];
     }
   }
   return extra;
 }
 
-// Go's url.PathUnescape falls back to the raw key when it is malformed.
+// Go's url.PathUnescape falls back to the raw key when it is malformed. decodeURIComponent reads
+// %XX sequences as UTF-8 (client-go escapes the key's UTF-8 bytes); a sequence that is not UTF-8
+// throws and, as there, the raw key is kept.
 function unescapeExtraKey(encoded: string): string {
   try {
     return decodeURIComponent(encoded);

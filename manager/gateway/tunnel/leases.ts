@@ -415,9 +415,10 @@ export class LeaseReader {
   receive(
     event: { type: 'seen' | 'deleted'; lease: Lease } | { type: 'synced'; resourceVersion: string },
   ): void {
-    if (event.type === 'seen') this.#enqueue(() => this.observe(event.lease));
-    else if (event.type === 'deleted') this.#enqueue(() => this.forget(event.lease));
-    else this.#enqueue(() => this.#o.onSync?.(event.resourceVersion));
+    if ('lease' in event) {
+      const { lease } = event;
+      this.#enqueue(() => (event.type === 'seen' ? this.observe(lease) : this.forget(lease)));
+    } else this.#enqueue(() => this.#o.onSync?.(event.resourceVersion));
   }
 
   start(): void {

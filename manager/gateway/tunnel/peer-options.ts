@@ -4,13 +4,27 @@
  */
 import { type FlagValues, integer, OptionsError } from '../../../shared/cli-flags.ts';
 
+/**
+ * A peer certificate and its trust from files, instead of one from the hub's signer: for gateways run
+ * outside a pod (the e2e harness), which have no pod-bound ServiceAccount token to request one with.
+ */
+export interface PeerFiles {
+  certFile: string;
+  keyFile: string;
+  /** A CA that signs replicas' peer certificates and nothing else; a certificate's CN is its replica. */
+  caFile: string;
+}
+
 export interface TunnelPeerOptions {
   /** Port of the mutual-TLS server other replicas forward tunnel streams to. */
   port: number;
-  certFile: string;
-  keyFile: string;
-  /** CA that signs every replica's peer certificate, and nothing else. */
-  caFile: string;
+  /**
+   * Namespace in this replica's peer certificate CN (`cluster-gateway-peer:<namespace>:<replica>`):
+   * its pod's; unset: the Lease namespace (the gateway's own).
+   */
+  namespace: string;
+  /** Harness only: peer certificate and trust from files (default: the hub's signer and client CA). */
+  files?: PeerFiles;
   /** host:port other replicas dial to reach this one's peer port (written in its Leases). */
   address: string;
   /** This replica's name, the holderIdentity of its Leases; unset: POD_NAME, else the hostname (main.ts). */
@@ -26,14 +40,18 @@ export const peerFlags = {
     default: '0',
     help: 'several gateway replicas: serve the tunnels this replica holds to the other replicas on this port (mutual TLS), and forward requests for clusters whose tunnel another replica holds (found in a Lease per cluster). 0: off (a single replica)',
   },
+  'tunnel-peer-namespace': {
+    type: 'string',
+    help: "the gateway's namespace, in this replica's peer certificate (CN cluster-gateway-peer:<namespace>:<replica>, from the hub's kubernetes.io/kube-apiserver-client signer through a CertificateSigningRequest the addon manager approves; the gateway needs create and get on certificatesigningrequests); default: --tunnel-lease-namespace",
+  },
   'tunnel-peer-cert': {
     type: 'string',
-    help: "this replica's peer certificate (PEM), used as server and as client on the peer port; signed by --tunnel-peer-ca",
+    help: 'for a gateway run outside a pod only (tests): a peer certificate (PEM) instead of one from the hub, used as server and as client on the peer port; with --tunnel-peer-key and --tunnel-peer-ca',
   },
   'tunnel-peer-key': { type: 'string', help: 'private key (PEM) of --tunnel-peer-cert' },
   'tunnel-peer-ca': {
     type: 'string',
-    help: "CA (PEM) of the replicas' peer certificates: a client with a certificate it signed may use this replica's tunnels as a gateway would, so it must sign gateway replicas only (a dedicated CA, not the hub's)",
+    help: "with --tunnel-peer-cert: the CA (PEM) of the replicas' peer certificates instead of the hub's client CA, each certificate's CN its replica's name. Whoever holds its key may use every tunnel as a gateway would: never a CA whose key sits in the cluster",
   },
   'tunnel-peer-address': {
     type: 'string',
@@ -92,11 +110,30 @@ export function parsePeerOptions(values: FlagValues): TunnelPeerOptions | undefi
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(leaseNamespace) || leaseNamespace.length > 63) {
     throw new OptionsError(`--tunnel-lease-namespace: "${leaseNamespace}" is not a namespace name`);
   }
+  const fileFlags = ['tunnel-peer-cert', 'tunnel-peer-key', 'tunnel-peer-ca'];
+  const filesGiven = fileFlags.filter((k) => str(k));
+  if (filesGiven.length > 0 && filesGiven.length < fileFlags.length) {
+    const missing = fileFlags.find((k) => !str(k));
+    throw new OptionsError(
+      `--${filesGiven[0]} needs --${missing} (a peer certificate from files needs all of --tunnel-peer-cert, --tunnel-peer-key and --tunnel-peer-ca)`,
+    );
+  }
+  const namespace = str('tunnel-peer-namespace') ?? leaseNamespace;
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace) || namespace.length > 63) {
+    throw new OptionsError(`--tunnel-peer-namespace: "${namespace}" is not a namespace name`);
+  }
   return {
     port,
-    certFile: required('tunnel-peer-cert', "this replica's peer certificate"),
-    keyFile: required('tunnel-peer-key', 'the key of --tunnel-peer-cert'),
-    caFile: required('tunnel-peer-ca', "the CA of the replicas' peer certificates"),
+    namespace,
+    ...(filesGiven.length > 0
+      ? {
+          files: {
+            certFile: required('tunnel-peer-cert', "this replica's peer certificate"),
+            keyFile: required('tunnel-peer-key', 'the key of --tunnel-peer-cert'),
+            caFile: required('tunnel-peer-ca', "the CA of the replicas' peer certificates"),
+          },
+        }
+      : {}),
     address,
     ...(replicaName ? { replicaName } : {}),
     leaseNamespace,

@@ -1,15 +1,21 @@
 /**
  * Wiring of several replicas sharing agent tunnels (--tunnel-peer-port): the Lease holder and
- * reader, the peer server and client, and the router that is the TunnelRegistry's sink.
+ * reader, the peer server and client, this replica's peer certificate (from the hub's signer,
+ * peer-certificate.ts; or files, for a gateway outside a pod), and the router that is the
+ * TunnelRegistry's sink.
  */
+import type { X509Certificate } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile } from 'node:fs';
 import type { KubeClient } from '../../../shared/kube/client.ts';
 import type { Informer } from '../../../shared/kube/informer.ts';
 import { StatusError } from '../../../shared/kube/status.ts';
 import type { TunnelStreamKind } from '../../../shared/tunnel/protocol.ts';
+import { parsePemBundle } from '../../../shared/x509-chain.ts';
 import { type Lease, LeaseHolder, LeaseReader, leasesPath } from './leases.ts';
-import type { TunnelPeerOptions } from './peer-options.ts';
-import { PeerClient, PeerServer } from './peers.ts';
+import { PeerCertificateSource } from './peer-certificate.ts';
+import { dedicatedCaPeerTrust, hubPeerTrust, type PeerTrust } from './peer-identity.ts';
+import type { PeerFiles, TunnelPeerOptions } from './peer-options.ts';
+import { PeerClient, PeerServer, type PeerTls } from './peers.ts';
 import type { TunnelSink } from './registry.ts';
 import { ReplicaRouter, type TunnelRouteSink } from './replicas.ts';
 import type { TunnelSession } from './session.ts';
@@ -19,6 +25,8 @@ export interface ReplicaSharing {
   sink: TunnelSink;
   /** The tunnel Leases as this replica has them (api/fresh-read.ts compares them with the hub's). */
   leases: Pick<Informer<Lease>, 'get'>;
+  /** Opens tunnel streams through other replicas; `verify` proves an address is a given replica. */
+  peers: PeerClient;
   /** Starts the peer port; `local` looks up this replica's tunnels. */
   start(local: (cluster: string) => TunnelSession | undefined, bindAddress: string): Promise<number>;
   /** Releases this replica's Leases and closes the peer port. */
@@ -43,21 +51,28 @@ export interface ClusterTunnelSink extends TunnelRouteSink {
 
 export function setUpReplicaSharing(
   options: TunnelPeerOptions & { replicaName: string },
-  deps: { hub: KubeClient; sink: ClusterTunnelSink; log: ReplicaSharingLog },
+  deps: {
+    hub: KubeClient;
+    sink: ClusterTunnelSink;
+    log: ReplicaSharingLog;
+    /** The hub's client CA (client-ca-file of kube-system/extension-apiserver-authentication), as watched. */
+    hubClientCa: () => readonly X509Certificate[] | undefined;
+  },
 ): ReplicaSharing {
-  const read = (file: string, flag: string) => {
-    try {
-      return readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new Error(`--${flag}: cannot read ${file}: ${(err as Error).message}`);
-    }
+  const files = options.files;
+  // From files (harness): read now, so that a bad path stops the start with the flag's name.
+  let fromFiles = files ? readPeerFiles(files) : undefined;
+  let tls: PeerTls | undefined = fromFiles && { cert: fromFiles.cert, key: fromFiles.key };
+  let fileTrust = fromFiles && dedicatedCaPeerTrust(parsePemBundle(fromFiles.ca));
+  // The hub's client CA changes rarely: one PeerTrust per bundle, so verifications cache by it.
+  let hubTrust: { roots: readonly X509Certificate[]; trust: PeerTrust } | undefined;
+  const trust = (): PeerTrust | undefined => {
+    if (files) return fileTrust;
+    const roots = deps.hubClientCa();
+    if (!roots) return undefined;
+    if (hubTrust?.roots !== roots) hubTrust = { roots, trust: hubPeerTrust(roots, options.namespace) };
+    return hubTrust.trust;
   };
-  const readAll = () => ({
-    cert: read(options.certFile, 'tunnel-peer-cert'),
-    key: read(options.keyFile, 'tunnel-peer-key'),
-    ca: read(options.caFile, 'tunnel-peer-ca'),
-  });
-  let tls = readAll();
   const holder = new LeaseHolder({
     client: deps.hub,
     namespace: options.leaseNamespace,
@@ -66,8 +81,19 @@ export function setUpReplicaSharing(
     durationSeconds: options.leaseDurationSeconds,
     onError: (cluster, err) =>
       deps.log.warn({ cluster, err: (err as Error).message }, 'cannot write the tunnel Lease; retrying'),
+    // Another holder is named: stop serving the tunnel as its holder. The agent's reconnection (here or on
+    // another replica) takes the Lease again, so a forged holder costs one reconnect.
+    onLost: (cluster, other) => {
+      deps.log.warn(
+        { cluster, holder: other },
+        "tunnel Lease names another holder: draining this replica's tunnel of the cluster",
+      );
+      localOf?.(cluster)?.drain('lease-lost', 10_000);
+    },
   });
-  const client = new PeerClient({ tls });
+  /** This replica's own tunnels (set by start). */
+  let localOf: ((cluster: string) => TunnelSession | undefined) | undefined;
+  const client = new PeerClient({ ...(tls ? { tls } : {}), trust });
   let router: ReplicaRouter | undefined;
   const reader = new LeaseReader({
     client: deps.hub,
@@ -81,6 +107,18 @@ export function setUpReplicaSharing(
       router?.update(cluster);
     },
     onRecord: (cluster, record, version) => deps.sink.setTunnelRecord(cluster, record, version),
+    // A Lease is a claim: its holder must prove on the peer port that it is that replica (leases.ts).
+    verifyHolder: (claim) =>
+      client.verify(claim.address, claim.replica).then(
+        () => true,
+        (err: Error) => {
+          deps.log.warn(
+            { cluster: claim.cluster, replica: claim.replica, address: claim.address, err: err.message },
+            'tunnel Lease ignored: its holder did not prove it is that gateway replica',
+          );
+          return false;
+        },
+      ),
     onSync: (resourceVersion) => deps.sink.advance(resourceVersion),
     clearExpired: async (lease: Lease) => {
       const { holderIdentity, ...spec } = lease.spec ?? {};
@@ -114,29 +152,52 @@ export function setUpReplicaSharing(
     dialPeer: (address, replica, cluster, kind) => client.dial(address, replica, cluster, kind),
   });
   let server: PeerServer | undefined;
-  const watched = [options.certFile, options.keyFile, options.caFile];
+  const watched = files ? [files.certFile, files.keyFile, files.caFile] : [];
+  const certificates = files
+    ? undefined
+    : new PeerCertificateSource({
+        hub: deps.hub,
+        namespace: options.namespace,
+        replica: options.replicaName,
+        log: deps.log,
+        onCertificate: (pair) => {
+          tls = pair;
+          server?.setTls(pair);
+          client.setTls(pair);
+        },
+      });
   return {
     sink: router,
     leases: reader.informer,
+    peers: client,
     async start(local, bindAddress) {
+      localOf = local;
       server = new PeerServer({
-        tls,
+        ...(tls ? { tls } : {}),
+        trust,
         dialLocal: (cluster: string, kind: TunnelStreamKind) => {
           const session = local(cluster);
           return session?.usable ? session.dial(kind) : undefined;
         },
         log: deps.log,
       });
+      // Listening at once; until this replica holds a peer certificate every handshake fails.
       const port = await server.listen(options.port, bindAddress);
-      // Rotated peer files (a mounted Secret) are picked up without a restart, as the serving pair is.
+      certificates?.start();
+      // Rotated peer files are picked up without a restart, as the serving pair is.
       const reload = () => {
+        if (!files) return;
         try {
-          const next = readAll();
-          if (next.cert === tls.cert && next.key === tls.key && next.ca === tls.ca) return;
-          server?.setTls(next); // throws on a certificate and key that do not match: nothing changes
-          client.setTls(next);
-          tls = next;
-          deps.log.info({ certFile: options.certFile }, 'tunnel peer certificate reloaded');
+          const next = readPeerFiles(files);
+          if (next.cert === fromFiles?.cert && next.key === fromFiles.key && next.ca === fromFiles.ca) return;
+          const nextTrust = dedicatedCaPeerTrust(parsePemBundle(next.ca));
+          const pair = { cert: next.cert, key: next.key };
+          server?.setTls(pair); // throws on a certificate and key that do not match: nothing changes
+          client.setTls(pair);
+          fromFiles = next;
+          fileTrust = nextTrust;
+          tls = pair;
+          deps.log.info({ certFile: files.certFile }, 'tunnel peer certificate reloaded');
         } catch {
           // half written, or one file replaced before the other: the next change retries
         }
@@ -150,17 +211,34 @@ export function setUpReplicaSharing(
           replica: options.replicaName,
           address: options.address,
           leaseNamespace: options.leaseNamespace,
+          peerCertificate: files ? 'files' : 'hub signer',
         },
         'sharing agent tunnels with the other gateway replicas',
       );
       return port;
     },
     async stop() {
+      certificates?.stop();
       for (const file of watched) unwatchFile(file);
       reader.stop();
       await holder.stop();
       client.close();
       await server?.close();
     },
+  };
+}
+
+function readPeerFiles(files: PeerFiles): { cert: string; key: string; ca: string } {
+  const read = (file: string, flag: string) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new Error(`--${flag}: cannot read ${file}: ${(err as Error).message}`);
+    }
+  };
+  return {
+    cert: read(files.certFile, 'tunnel-peer-cert'),
+    key: read(files.keyFile, 'tunnel-peer-key'),
+    ca: read(files.caFile, 'tunnel-peer-ca'),
   };
 }

@@ -29,7 +29,15 @@ export interface TunnelSessionOptions {
 }
 
 /** Why a session ended, for logs and metrics (a fixed set). */
-export type CloseReason = 'closed' | 'ping-timeout' | 'replaced' | 'shutdown' | 'revoked' | 'error';
+/** lease-lost: another holder is named in its Lease (leases.ts onLost); the agent reconnects and takes it back. */
+export type CloseReason =
+  | 'closed'
+  | 'ping-timeout'
+  | 'replaced'
+  | 'shutdown'
+  | 'revoked'
+  | 'lease-lost'
+  | 'error';
 
 export class TunnelSession {
   readonly cluster: string;
