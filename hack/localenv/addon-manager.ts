@@ -4,8 +4,10 @@
  * with its own ServiceAccount, in-cluster, and the least RBAC for what its
  * controllers do; the hub apiserver calls its LeaseNotFound webhook through
  * a Service. No gateway: the environment's own (gateway.ts) serves the
- * aggregated API. One place on purpose: charts/cluster-gateway.test.ts checks
- * that the chart grants every rule below.
+ * aggregated API. These rules are the environment's, by verb and resource; what
+ * users install is the chart's, named object by object and checked by
+ * charts/cluster-gateway.test.ts and charts/permissions.test.ts (the broad
+ * grants on docs/install.md's reviewed list only).
  *
  * Every rule names the code that needs it (manager/addon/...):
  * - informers (list, watch): main.ts;
@@ -32,7 +34,7 @@ const fieldManager = 'cluster-gateway-localenv';
 export interface ManagerSettings {
   /**
    * The image the manager and the agents it deploys run: the environment's, imported into every node
-   * (EnvironmentState.image). Required to install; the RBAC alone (charts/cluster-gateway.test.ts) needs none.
+   * (EnvironmentState.image). Required to install; the RBAC alone needs none.
    */
   image?: string;
   addonName?: string;

@@ -79,6 +79,8 @@ export const managedGatewayFlags = [
   'tunnel-peer-address',
   'tunnel-replica-name',
   'tunnel-lease-namespace',
+  // The namespace in the replicas' peer certificate subjects, which the manager's approver checks.
+  'tunnel-peer-namespace',
 ] as const satisfies readonly GatewayFlagName[];
 
 export const gatewayFlags = {
