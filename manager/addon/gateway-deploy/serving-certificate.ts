@@ -1,7 +1,7 @@
 /**
  * The gateway's CA and serving certificate, kept in one Secret
  * (`<gateway>-tls`: ca.crt, ca.key, ca-previous.crt, tls.crt, tls.key, and
- * ca-bundle.crt, the current and previous CA, which the replicas trust in each other),
+ * ca-bundle.crt, the current and previous CA, the APIService's caBundle while a CA rotates),
  * with one more entry that is no certificate: verdict.key, the key every replica signs
  * the prober's verdicts on ManagedClusters with (--probe-verdict-key-file). It is made
  * once, when missing, and carried over unchanged through every renewal and CA rotation:
@@ -147,9 +147,9 @@ async function issue(
     commonName: settings.subject,
     dnsNames: settings.hosts.filter((h) => !isIP(h)),
     ipAddresses: settings.hosts.filter((h) => isIP(h)),
-    // Server for the aggregator and for the other replicas; client when forwarding to the replica holding a
-    // tunnel (tunnel/peers.ts), which trusts the CA bundle below.
-    usage: 'both',
+    // Server only: the aggregator is its one client. It is no peer credential (a Secret reader could mint one
+    // with ca.key): replicas prove themselves with the hub signer's certificates (tunnel/peer-certificate.ts).
+    usage: 'server',
     validForMs: settings.servingValidForMs,
     backdateMs: backdateMs(settings.servingValidForMs),
   });
