@@ -464,6 +464,8 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
     // (no admission policy in this namespace, on purpose: the gateway must not rely on it) then names another
     // holder at an address of theirs.
     const dir = path.join(e2eStateDir, 'tunnel-replicas', 'peer-pki');
+    // A new process: the one stopped in the previous test may still be draining on its old peer port.
+    peerPortB = await freePort();
     replicaB = await startReplica('replica-b', peerPortB, dir);
     await waitFor(
       'a GET through replica B (forwarded to A)',
