@@ -26,12 +26,13 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { nodeChartValues } from '../hack/localenv/chart.ts';
 import { type Rollout, rolloutComplete } from '../hack/localenv/rollout.ts';
-import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
-import { apiServiceName, apiServicePath } from '../manager/addon/gateway-deploy/names.ts';
+import { waitFor } from '../hack/localenv/wait.ts';
+import { apiServicePath } from '../manager/addon/gateway-deploy/names.ts';
 import { KubeClient, type KubeObject } from '../shared/kube/client.ts';
 import { StatusError } from '../shared/kube/status.ts';
 import { environmentState, hubClient } from './support/environment.ts';
 import { helm } from './support/helm.ts';
+import { awaitInstallGone, restoreEnvironmentApiService } from './support/installed-chart.ts';
 
 const release = 'cg-perms';
 const namespace = 'cluster-gateway-perms';
@@ -191,41 +192,10 @@ describe('the installed chart: least privilege by name, and its admission polici
       await hub.delete(`/api/v1/namespaces/${namespace}`);
       await hub.delete(`/api/v1/namespaces/${credentialNamespace}`);
     });
-    await attempt(`namespaces ${namespace} and ${credentialNamespace} gone`, () =>
-      waitFor(
-        `namespaces ${namespace} (and its pods) and ${credentialNamespace} gone`,
-        async () =>
-          !(await hub.getOptional(`/api/v1/namespaces/${namespace}`)) &&
-          !(await hub.getOptional(`/api/v1/namespaces/${credentialNamespace}`)),
-        { timeoutMs: 90_000 },
-      ),
-    );
-    for (const kind of ['clusterroles', 'clusterrolebindings']) {
-      await attempt(`the gateway's ${kind} gone`, () =>
-        waitFor(`the installed gateway's ${kind} gone`, async () => {
-          const left = await hub.list(
-            `/apis/rbac.authorization.k8s.io/v1/${kind}?labelSelector=${encodeURIComponent('app.kubernetes.io/component=gateway')}`,
-          );
-          return left.items.length === 0;
-        }),
-      );
-    }
+    await awaitInstallGone(hub, [namespace, credentialNamespace], attempt);
     try {
-      await hub.apply(
-        apiServicePath,
-        {
-          apiVersion: 'apiregistration.k8s.io/v1',
-          kind: 'APIService',
-          metadata: { name: apiServiceName },
-          spec: environmentApiService.spec,
-        },
-        'local-environment',
-      );
       // Not swallowed: the files after this one need the environment's gateway behind the APIService again.
-      await waitForConditions(hub, apiServicePath, ['Available'], {
-        what: "the environment's APIService to be Available again",
-        timeoutMs: 60_000,
-      });
+      await restoreEnvironmentApiService(hub, environmentApiService.spec);
     } finally {
       hub.close();
     }

@@ -42,18 +42,15 @@ import { binaryPath } from '../hack/localenv/binaries.ts';
 import { nodeChartValues } from '../hack/localenv/chart.ts';
 import { type Pod, podsOf } from '../hack/localenv/pods.ts';
 import { type Rollout, rolloutComplete, serviceEndpoints } from '../hack/localenv/rollout.ts';
-import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
-import {
-  apiServiceName,
-  apiServicePath,
-  gatewayLabelSelector,
-} from '../manager/addon/gateway-deploy/names.ts';
+import { waitFor } from '../hack/localenv/wait.ts';
+import { apiServicePath, gatewayLabelSelector } from '../manager/addon/gateway-deploy/names.ts';
 import { notProbedYetReason } from '../manager/gateway/clusters/health-precedence.ts';
 import type { KubeClient, KubeObject, WatchEvent } from '../shared/kube/client.ts';
 import { StatusError } from '../shared/kube/status.ts';
 import { clusterEndpoint, gatewayToken } from './support/credentials.ts';
 import { environmentState, hubClient } from './support/environment.ts';
 import { helm } from './support/helm.ts';
+import { awaitInstallGone, restoreEnvironmentApiService } from './support/installed-chart.ts';
 import { frontProxyClient } from './support/users.ts';
 
 const release = 'cg-replicas';
@@ -744,40 +741,9 @@ describe('three gateway replicas behind the hub aggregator', () => {
       await hub.delete(`/api/v1/namespaces/${credentialNamespace}`);
     });
     // Its pods (the manager's and the gateway's) stop on the hub's node with the namespace.
-    await attempt(`namespace ${namespace} gone`, () =>
-      waitFor(
-        `namespaces ${namespace} (and its pods) and ${credentialNamespace} gone`,
-        async () =>
-          !(await hub.getOptional(`/api/v1/namespaces/${namespace}`)) &&
-          !(await hub.getOptional(`/api/v1/namespaces/${credentialNamespace}`)),
-        { timeoutMs: 90_000 },
-      ),
-    );
-    for (const kind of ['clusterroles', 'clusterrolebindings']) {
-      await attempt(`the gateway's ${kind} gone`, () =>
-        waitFor(`the installed gateway's ${kind} gone`, async () => {
-          const left = await hub.list(
-            `/apis/rbac.authorization.k8s.io/v1/${kind}?labelSelector=${encodeURIComponent('app.kubernetes.io/component=gateway')}`,
-          );
-          return left.items.length === 0;
-        }),
-      );
-    }
+    await awaitInstallGone(hub, [namespace, credentialNamespace], attempt);
     await attempt("the environment's APIService", async () => {
-      await hub.apply(
-        apiServicePath,
-        {
-          apiVersion: 'apiregistration.k8s.io/v1',
-          kind: 'APIService',
-          metadata: { name: apiServiceName },
-          spec: environmentApiService.spec,
-        },
-        'local-environment',
-      );
-      await waitForConditions(hub, apiServicePath, ['Available'], {
-        what: "the environment's APIService to be Available again",
-        timeoutMs: 60_000,
-      });
+      await restoreEnvironmentApiService(hub, environmentApiService.spec);
       assert.ok(sameService(await hub.get<ApiService>(apiServicePath), environmentApiService));
     });
     // Not swallowed: the files after this one need the environment's gateway behind the APIService again.

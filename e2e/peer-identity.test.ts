@@ -20,9 +20,8 @@ import tls from 'node:tls';
 import { nodeChartValues } from '../hack/localenv/chart.ts';
 import { type Pod, podsOf } from '../hack/localenv/pods.ts';
 import { type Rollout, rolloutComplete } from '../hack/localenv/rollout.ts';
-import { waitFor, waitForConditions } from '../hack/localenv/wait.ts';
+import { waitFor } from '../hack/localenv/wait.ts';
 import {
-  apiServiceName,
   apiServicePath,
   gatewayLabelSelector,
   tunnelPeerPort,
@@ -41,6 +40,7 @@ import { loadCertificateAuthority } from '../shared/pki.ts';
 import { parsePemBundle } from '../shared/x509-chain.ts';
 import { environmentState, hubClient } from './support/environment.ts';
 import { helm } from './support/helm.ts';
+import { awaitInstallGone, restoreEnvironmentApiService } from './support/installed-chart.ts';
 import { grantOnHub, revokeOnHub, serviceAccount } from './support/rbac.ts';
 
 const release = 'cg-peers';
@@ -230,41 +230,10 @@ describe("gateway replicas' peer identity: the hub's signer, not a Secret", () =
       await hub.delete(`/api/v1/namespaces/${namespace}`);
       await hub.delete(`/api/v1/namespaces/${credentialNamespace}`);
     });
-    await attempt(`namespace ${namespace} gone`, () =>
-      waitFor(
-        `namespaces ${namespace} and ${credentialNamespace} gone`,
-        async () =>
-          !(await hub.getOptional(`/api/v1/namespaces/${namespace}`)) &&
-          !(await hub.getOptional(`/api/v1/namespaces/${credentialNamespace}`)),
-        { timeoutMs: 90_000 },
-      ),
-    );
-    for (const kind of ['clusterroles', 'clusterrolebindings']) {
-      await attempt(`the gateway's ${kind} gone`, () =>
-        waitFor(`the installed gateway's ${kind} gone`, async () => {
-          const left = await hub.list(
-            `/apis/rbac.authorization.k8s.io/v1/${kind}?labelSelector=${encodeURIComponent('app.kubernetes.io/component=gateway')}`,
-          );
-          return left.items.length === 0;
-        }),
-      );
-    }
+    await awaitInstallGone(hub, [namespace, credentialNamespace], attempt);
     // Not swallowed: the files after this one need the environment's gateway behind the APIService again.
     try {
-      await hub.apply(
-        apiServicePath,
-        {
-          apiVersion: 'apiregistration.k8s.io/v1',
-          kind: 'APIService',
-          metadata: { name: apiServiceName },
-          spec: environmentApiService.spec,
-        },
-        'local-environment',
-      );
-      await waitForConditions(hub, apiServicePath, ['Available'], {
-        what: "the environment's APIService to be Available again",
-        timeoutMs: 60_000,
-      });
+      await restoreEnvironmentApiService(hub, environmentApiService.spec);
       assert.ok(isAvailable(await hub.get<ApiService>(apiServicePath)));
     } finally {
       hub?.close();
