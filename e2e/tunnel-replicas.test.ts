@@ -22,6 +22,7 @@ import { waitFor } from '../hack/localenv/wait.ts';
 import { type Lease, leaseName } from '../manager/gateway/tunnel/leases.ts';
 import { peerClusterHeader } from '../manager/gateway/tunnel/peers.ts';
 import type { KubeClient, KubeObject } from '../shared/kube/client.ts';
+import { StatusError } from '../shared/kube/status.ts';
 import { createCertificateAuthority, type KeyPair } from '../shared/pki.ts';
 import { applyClusterSecret, secretPath } from './support/credentials.ts';
 import { e2eStateDir, environmentState, hubClient, managedClient } from './support/environment.ts';
@@ -475,21 +476,34 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
     const listener = await startListener();
     cleanups.push(async () => listener.close());
     const logFrom = readFileSync(replicaA.logFile, 'utf8').length;
-    const current = await hub.get<Lease>(leasePath);
-    assert.equal(current.spec?.holderIdentity, 'replica-a');
-    await hub.request('PUT', leasePath, {
-      body: {
-        ...current,
-        metadata: {
-          ...current.metadata,
-          annotations: {
-            ...current.metadata?.annotations,
-            'cluster.core.oam.dev/tunnel-peer-address': `127.0.0.1:${listener.port}`,
-          },
-        },
-        spec: { ...current.spec, holderIdentity: 'replica-evil' },
-      } as KubeObject,
-    });
+    // A read-modify-write against the holder's renewals: a 409 means it renewed in between, so read again.
+    await waitFor(
+      'the forged holder written over a renewal',
+      async () => {
+        const current = await hub.get<Lease>(leasePath);
+        assert.equal(current.spec?.holderIdentity, 'replica-a');
+        try {
+          await hub.request('PUT', leasePath, {
+            body: {
+              ...current,
+              metadata: {
+                ...current.metadata,
+                annotations: {
+                  ...current.metadata?.annotations,
+                  'cluster.core.oam.dev/tunnel-peer-address': `127.0.0.1:${listener.port}`,
+                },
+              },
+              spec: { ...current.spec, holderIdentity: 'replica-evil' },
+            } as KubeObject,
+          });
+          return true;
+        } catch (err) {
+          if (err instanceof StatusError && err.code === 409) return false;
+          throw err;
+        }
+      },
+      { timeoutMs: 10_000, intervalMs: 0 },
+    );
     const forgedAt = Date.now();
     // Requests through B meanwhile: none may be forwarded to the forged holder (its Lease is not proven). A's next
     // renewal finds another holder: it stops serving as the holder (never renewing a Lease that names someone
