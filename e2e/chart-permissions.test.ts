@@ -344,7 +344,14 @@ describe('the installed chart: least privilege by name, and its admission polici
       path.join(environmentState().stateDir, 'klusterlet', 'cluster1', 'hub-kubeconfig', 'kubeconfig'),
     );
     try {
+      // A read-modify-write: a 409 (the ManagedCluster changed in between, e.g. its status) reads it again.
       const put = async (annotations: Record<string, string>) => {
+        for (let attempt = 1; ; attempt++) {
+          const result = await putOnce(annotations);
+          if (result.code !== 409 || attempt === 10) return result;
+        }
+      };
+      const putOnce = async (annotations: Record<string, string>) => {
         const current = await klusterlet.get<KubeObject>(clusterPath);
         try {
           await klusterlet.request('PUT', `${clusterPath}?dryRun=All`, {
