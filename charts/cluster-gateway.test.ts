@@ -390,7 +390,15 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
     assert.deepEqual(placement.spec.clusterSets, ['global']);
     assert.equal(find(objects, 'ManagedClusterSetBinding', 'global').spec.clusterSet, 'global');
     const adc = find(objects, 'AddOnDeploymentConfig');
-    assert.deepEqual(adc.spec.customizedVariables, [{ name: 'LOG_LEVEL', value: 'debug' }]);
+    assert.deepEqual(
+      adc.spec.customizedVariables,
+      [
+        { name: 'LOG_LEVEL', value: 'debug' },
+        { name: 'TUNNEL_TRUST_MODEL', value: 'HubCredential' },
+        { name: 'HUB_CREDENTIAL_CLUSTER_ROLE', value: 'cluster-admin' },
+      ],
+      'the default trust model: the agent provisions the hub credential',
+    );
     assert.deepEqual(find(objects, 'Deployment', managerName).spec.template.spec.imagePullSecrets, [
       { name: 'pull' },
     ]);
