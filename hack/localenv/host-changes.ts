@@ -23,6 +23,8 @@ export const podNetwork = '10.244.0.0/16';
 /** Every cluster's service range lies in it (environment.ts gives cluster i 10.(96+i).0.0/16). */
 export const serviceNetwork = '10.96.0.0/12';
 const natChain = 'CGW-SERVICES';
+/** The filter chain of the routes blocked-routes.ts closes (removed with the bridge). */
+export const blockedChain = 'CGW-BLOCKED';
 
 /** The `kubernetes` Service's ClusterIP: the first address of the cluster's service range. */
 export function kubernetesServiceIp(serviceCidr: string): string {
@@ -193,6 +195,10 @@ export function restoreHost(journalPath: string): void {
     }
   }
   if (journal.network) {
+    // blocked-routes.ts's chain, when a test or `npm start` closed a route.
+    tryRun('iptables', ['-t', 'filter', '-D', 'INPUT', '-i', bridgeName, '-j', blockedChain]);
+    tryRun('iptables', ['-t', 'filter', '-F', blockedChain]);
+    tryRun('iptables', ['-t', 'filter', '-X', blockedChain]);
     tryRun('iptables', ['-t', 'nat', '-D', 'PREROUTING', '-i', bridgeName, '-j', natChain]);
     tryRun('iptables', ['-t', 'nat', '-F', natChain]);
     tryRun('iptables', ['-t', 'nat', '-X', natChain]);
