@@ -210,3 +210,16 @@ test('on a ManagedCluster the verdict is signed; one the klusterlet changed is w
   assert.equal(await store.recordProbe('m1', verdict), 'written');
   assert.equal(requests.length, 3);
 });
+
+test("a verdict for a Secret deleted since the informer saw it is 'gone', not kept; other failures still throw", async () => {
+  let answer: 'notfound' | 'forbidden' = 'notfound';
+  const { secrets, store } = setup(() => {
+    throw new StatusError(failureStatus(answer === 'notfound' ? 404 : 403, `secrets "c1" ${answer}`));
+  });
+  secrets.deliver('creds/c1', secretObj('5'));
+  assert.equal(await store.recordProbe('c1', { healthy: false, reason: 'connect ECONNREFUSED' }), 'gone');
+  answer = 'forbidden';
+  await assert.rejects(store.recordProbe('c1', { healthy: true }), (err: Error) =>
+    /forbidden/.test(err.message),
+  );
+});

@@ -139,9 +139,13 @@ export class HealthAnnotationStore implements HealthMarkStore {
   /**
    * Records the prober's verdict on the cluster's Secret (else its ManagedCluster) when it differs
    * from what is recorded there. 'nowhere': the cluster has neither (only its tunnel), and the
-   * caller keeps the verdict in memory.
+   * caller keeps the verdict in memory. 'gone': the object was deleted since the informer saw it; its
+   * deletion event is on its way and decides what the cluster is, so the verdict is dropped.
    */
-  async recordProbe(name: string, health: ClusterHealth): Promise<'written' | 'unchanged' | 'nowhere'> {
+  async recordProbe(
+    name: string,
+    health: ClusterHealth,
+  ): Promise<'written' | 'unchanged' | 'nowhere' | 'gone'> {
     let where: ReturnType<HealthAnnotationStore['locate']>;
     try {
       where = this.locate(name);
@@ -189,6 +193,9 @@ export class HealthAnnotationStore implements HealthMarkStore {
         contentType: 'application/merge-patch+json',
       });
       return 'written';
+    } catch (err) {
+      if (err instanceof StatusError && err.code === 404) return 'gone';
+      throw err;
     } finally {
       // The informer has it, or the write failed and the next probe tries again.
       if (this.#probesInFlight.get(name) === key) this.#probesInFlight.delete(name);

@@ -5,7 +5,7 @@ import { createVerdictRecorder } from './verdict-recorder.ts';
 
 test('a verdict is recorded on the hub object; kept in memory only with nowhere to record it or a failed write', async () => {
   const memory = new Map<string, ClusterHealth | undefined>();
-  let outcome: 'written' | 'unchanged' | 'nowhere' | Error = 'nowhere';
+  let outcome: 'written' | 'unchanged' | 'nowhere' | 'gone' | Error = 'nowhere';
   const warnings: string[] = [];
   const record = createVerdictRecorder({
     store: {
@@ -30,4 +30,9 @@ test('a verdict is recorded on the hub object; kept in memory only with nowhere 
   outcome = 'unchanged';
   await record('c1', { healthy: true });
   assert.equal(memory.get('c1'), undefined);
+  // Its Secret was deleted while the probe ran: nothing is numbered in memory (the deletion decides).
+  memory.clear();
+  outcome = 'gone';
+  await record('c1', { healthy: false, reason: 'connection refused' });
+  assert.equal(memory.has('c1'), false, 'no in-memory verdict for an object that is gone');
 });
