@@ -13,6 +13,14 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import pino from 'pino';
 import { optionsOrExit } from '../shared/cli-flags.ts';
+import {
+  describeDecision,
+  fixedProxyRoute,
+  type ProxyRoute,
+  proxyEnvironment,
+  proxyRouteFromEnvironment,
+  redactProxyUrl,
+} from '../shared/transport/env-proxy.ts';
 import { type Connection, loadInCluster, loadKubeconfig } from './connection/kubeconfig.ts';
 import { ReloadingClient } from './connection/reloading-client.ts';
 import { createAgentServer, createMetricsServer } from './http.ts';
@@ -45,6 +53,35 @@ const log = pino({
 });
 const metrics = new AgentMetrics();
 
+// HTTPS_PROXY/NO_PROXY (the AddOnDeploymentConfig's proxyConfig, rendered into the pod's environment)
+// apply to every connection of the agent: to the hub (leases, the credential Secret, the tunnel's attach)
+// and to its own managed apiserver (in-cluster, that one is usually in NO_PROXY). A kubeconfig's
+// proxy-url wins for its server. Read once: the environment of a process does not change.
+const proxySettings = proxyEnvironment(process.env);
+const proxyRoute: ProxyRoute = proxyRouteFromEnvironment(proxySettings);
+/** The proxy variables as read, for the start-up line (userinfo redacted); undefined when none is set. */
+const proxyVariables =
+  proxySettings.httpsProxy || proxySettings.httpProxy
+    ? {
+        ...(proxySettings.httpsProxy ? { HTTPS_PROXY: redactProxyUrl(proxySettings.httpsProxy) } : {}),
+        ...(proxySettings.httpProxy ? { HTTP_PROXY: redactProxyUrl(proxySettings.httpProxy) } : {}),
+        ...(proxySettings.noProxy ? { NO_PROXY: proxySettings.noProxy } : {}),
+      }
+    : undefined;
+/** The route to a connection's server, for the start-up log line (no credential: userinfo redacted). */
+const routeOf = (c: Connection | undefined): string => {
+  if (!c) return 'unknown (its kubeconfig cannot be read yet)';
+  const route = c.proxyUrl ? fixedProxyRoute(c.proxyUrl) : proxyRoute;
+  return describeDecision(route(new URL(c.server)));
+};
+const tryLoad = (load: () => Connection): Connection | undefined => {
+  try {
+    return load();
+  } catch {
+    return undefined;
+  }
+};
+
 /** The expiry of a connection's client certificate, for the metrics. */
 const notAfter = (c: Connection) =>
   typeof c.options.cert === 'string'
@@ -53,6 +90,7 @@ const notAfter = (c: Connection) =>
 
 const hub = new ReloadingClient({
   load: () => loadKubeconfig(options.hubKubeconfig),
+  route: proxyRoute,
   onConnection: (c) => metrics.setCertificateNotAfter('hub', notAfter(c)),
   onReload: () => {
     metrics.credentialReloaded('hub');
@@ -63,6 +101,7 @@ const spokeKubeconfig = options.kubeconfig ?? process.env.KUBECONFIG?.split(':')
 const loadSpoke = (): Connection => (spokeKubeconfig ? loadKubeconfig(spokeKubeconfig) : loadInCluster());
 const spoke = new ReloadingClient({
   load: loadSpoke,
+  route: proxyRoute,
   onConnection: (c) => metrics.setCertificateNotAfter('spoke', notAfter(c)),
   onReload: () => {
     metrics.credentialReloaded('spoke');
@@ -116,6 +155,7 @@ const impersonation =
     ? new ImpersonatingServer({
         cluster: options.clusterName,
         spoke: loadSpoke,
+        route: proxyRoute,
         log: log.child({ loop: 'impersonation' }),
         onRequest: (result) => tunnelMetrics.impersonated(result),
       })
@@ -127,7 +167,14 @@ if (options.tunnel) {
     // Read fresh for every attach and compared every few seconds: OCM rotates the certificate.
     loadHub: () => tunnelConnection(loadKubeconfig(options.hubKubeconfig)),
     // The managed apiserver as this agent reaches it (kubeconfig or in-cluster), and nothing else.
-    target: () => relayTargetOf(loadSpoke().server),
+    target: () => {
+      const spokeConnection = loadSpoke();
+      return relayTargetOf(
+        spokeConnection.server,
+        spokeConnection.proxyUrl ? fixedProxyRoute(spokeConnection.proxyUrl) : proxyRoute,
+      );
+    },
+    route: proxyRoute,
     metrics: tunnelMetrics,
     log: log.child({ loop: 'tunnel' }),
   }).run(stop.signal);
@@ -200,6 +247,12 @@ server.listen(options.port, options.bindAddress, () => {
       tunnel: options.tunnel,
       trustModel: options.trustModel,
       hubCredentialNamespace: options.hubCredentialNamespace || undefined,
+      proxy: proxyVariables,
+      hubRoute: routeOf(tryLoad(() => loadKubeconfig(options.hubKubeconfig))),
+      tunnelRoute: options.tunnel
+        ? routeOf(tryLoad(() => tunnelConnection(loadKubeconfig(options.hubKubeconfig))))
+        : undefined,
+      managedClusterRoute: routeOf(tryLoad(loadSpoke)),
       metrics: metricsTogether ? 'with the probes' : `${options.metricsBindAddress}:${options.metricsPort}`,
     },
     'agent started',

@@ -9,7 +9,8 @@
  */
 import type https from 'node:https';
 import tls from 'node:tls';
-import { KubeClient } from '../../shared/kube/client.ts';
+import { connectionSettings, KubeClient } from '../../shared/kube/client.ts';
+import type { ProxyRoute } from '../../shared/transport/env-proxy.ts';
 import { type Connection, KubeconfigError } from './kubeconfig.ts';
 
 export interface ReloadingClientOptions {
@@ -20,6 +21,8 @@ export interface ReloadingClientOptions {
   onConnection?: (connection: Connection) => void;
   /** How long a replaced pool stays open for requests in flight. */
   drainMs?: number;
+  /** Through which proxy the server is reached (HTTPS_PROXY/NO_PROXY); a kubeconfig's proxy-url wins. */
+  route?: ProxyRoute;
 }
 
 export class ReloadingClient {
@@ -47,10 +50,14 @@ export class ReloadingClient {
     }
     // One TLS context for every connection of this credential, instead of the PEM parsed per connection.
     const { ca: _ca, cert: _cert, key: _key, ...rest } = connection.options;
-    const client = KubeClient.fromConnection(connection.server, {
-      ...rest,
-      secureContext, // passed through to tls.connect; missing from https.RequestOptions' type
-    } as https.RequestOptions);
+    const client = KubeClient.fromConnection(
+      connection.server,
+      {
+        ...rest,
+        secureContext, // passed through to tls.connect; missing from https.RequestOptions' type
+      } as https.RequestOptions,
+      connectionSettings(connection, this.#o.route ? { route: this.#o.route } : {}),
+    );
     this.#current = { client, connection };
     this.#o.onConnection?.(connection);
     if (current) {

@@ -10,7 +10,11 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
+import type { ProxyDecision } from '../../shared/transport/env-proxy.ts';
+import { dialRoute } from '../../shared/transport/proxy-agent.ts';
 import { attachPath, tunnelUpgradeProtocol } from '../../shared/tunnel/protocol.ts';
 import type { Connection } from '../connection/kubeconfig.ts';
 
@@ -35,12 +39,50 @@ const maxRefusalBody = 64 * 1024;
 export function requestAttach(
   hub: Connection,
   cluster: string,
-  options: { timeoutMs: number; signal?: AbortSignal; userAgent?: string },
+  options: {
+    timeoutMs: number;
+    signal?: AbortSignal;
+    userAgent?: string;
+    /** Direct (the default), or through a proxy's CONNECT with TLS to the hub inside it. */
+    route?: (url: URL) => ProxyDecision;
+  },
 ): Promise<UpgradedConnection> {
   const url = new URL(hub.server);
   const secure = url.protocol === 'https:';
   const basePath = url.pathname.replace(/\/+$/, '');
-  const { headers: credentialHeaders, ...tls } = hub.options;
+  const { headers: credentialHeaders, ...tlsOptions } = hub.options;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(url.port) || (secure ? 443 : 80);
+  const decision = options.route?.(url);
+  // Through a proxy: the connection is opened by hand (CONNECT, then TLS to the hub with the hub's
+  // CA and client certificate inside it), one per attach as the direct one is.
+  const connection: Pick<https.RequestOptions, 'agent' | 'createConnection'> =
+    decision && decision.kind !== 'direct'
+      ? {
+          agent: undefined,
+          createConnection: (_o: unknown, done: (err: Error | null, socket: Duplex) => void) => {
+            dialRoute(decision, host, port).then(
+              (raw) => {
+                if (!secure) return done(null, raw);
+                const servername =
+                  (tlsOptions.servername as string | undefined) ?? (net.isIP(host) ? undefined : host);
+                done(
+                  null,
+                  tls.connect({
+                    ...(tlsOptions as tls.ConnectionOptions),
+                    socket: raw,
+                    ...(servername ? { servername } : {}),
+                    ALPNProtocols: ['http/1.1'],
+                  }),
+                );
+              },
+              (err: Error) => done(err, undefined as never),
+            );
+            return undefined;
+          },
+        }
+      : // A connection of its own (never pooled), speaking HTTP/1.1: an h2 connection cannot upgrade.
+        { agent: false };
   return new Promise((resolve, reject) => {
     let settled = false;
     const settle = (fn: () => void) => {
@@ -50,9 +92,9 @@ export function requestAttach(
       fn();
     };
     const req = (secure ? https : http).request({
-      ...tls,
-      host: url.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(url.port) || (secure ? 443 : 80),
+      ...tlsOptions,
+      host,
+      port,
       method: 'POST',
       path: basePath + attachPath(cluster),
       headers: {
@@ -62,8 +104,7 @@ export function requestAttach(
         'Content-Length': '0',
         'User-Agent': options.userAgent ?? 'cluster-gateway-agent',
       },
-      // A connection of its own (never pooled), speaking HTTP/1.1: an h2 connection cannot upgrade.
-      agent: false,
+      ...connection,
       ...(secure ? { ALPNProtocols: ['http/1.1'] } : {}),
     });
     const timer = setTimeout(

@@ -9,6 +9,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { headerValues, send, upgradeAndEcho } from '../../shared/forward/test-kit.ts';
+import { proxyRouteFromEnvironment } from '../../shared/transport/env-proxy.ts';
 import { listen, startUpstream, type TestServer, testPki } from '../../shared/transport/test-kit.ts';
 import { ImpersonatingServer, spokeTarget } from './impersonation.ts';
 
@@ -138,5 +139,28 @@ describe('spokeTarget', () => {
       spokeTarget('c1', { server: 'https://h', options: {}, fingerprint: 'f' }),
       'the agent has no credential of its own for its kube-apiserver',
     );
+  });
+
+  it('reaches the apiserver through HTTPS_PROXY unless NO_PROXY says otherwise; proxy-url wins', () => {
+    const connection = { server: 'https://10.0.0.1:6443', options: {}, fingerprint: 'f', token: 't' };
+    const route = proxyRouteFromEnvironment({ httpsProxy: 'http://proxy:3128', noProxy: '10.96.0.0/12' });
+    const proxied = spokeTarget('c1', connection, route);
+    assert.ok(typeof proxied === 'object');
+    assert.deepEqual(proxied.endpoint, {
+      kind: 'egress',
+      proxyUrl: 'http://proxy:3128/',
+      url: 'https://10.0.0.1:6443',
+      insecure: false,
+    });
+    const inCluster = spokeTarget('c1', { ...connection, server: 'https://10.96.0.1:443' }, route);
+    assert.ok(typeof inCluster === 'object');
+    assert.equal(inCluster.endpoint.kind, 'direct');
+    const pinned = spokeTarget(
+      'c1',
+      { ...connection, server: 'https://10.96.0.1:443', proxyUrl: 'http://other:8080' },
+      route,
+    );
+    assert.ok(typeof pinned === 'object' && pinned.endpoint.kind === 'egress');
+    assert.equal(pinned.endpoint.proxyUrl, 'http://other:8080/');
   });
 });

@@ -26,6 +26,7 @@ import { createForwarder, type Forwarder } from '../../shared/forward/forwarder.
 import { writeStatus, writeStatusToSocket } from '../../shared/forward/reply.ts';
 import type { UserInfo } from '../../shared/identity/user.ts';
 import { failureStatus, type KubeStatus } from '../../shared/kube/status.ts';
+import { fixedProxyRoute, type ProxyRoute } from '../../shared/transport/env-proxy.ts';
 import { type ConnectionPools, createConnectionPools } from '../../shared/transport/pool.ts';
 import type { TransportCredential, TransportTarget } from '../../shared/transport/target.ts';
 import { decodeTunnelIdentity } from '../../shared/tunnel/identity.ts';
@@ -37,6 +38,8 @@ export interface ImpersonationOptions {
   cluster: string;
   /** The agent's own managed-cluster connection (in-cluster ServiceAccount); read again every `reloadMs`. */
   spoke: () => Connection;
+  /** Through which proxy the apiserver is reached (HTTPS_PROXY/NO_PROXY); the kubeconfig's proxy-url wins. */
+  route?: ProxyRoute;
   log: { warn(o: object, m: string): void; debug(o: object, m: string): void };
   /** How long a read credential is used before the files are read again (the kubelet rotates the token). */
   reloadMs?: number;
@@ -45,8 +48,16 @@ export interface ImpersonationOptions {
 }
 
 /** The apiserver as the connection layer sees it: this agent's connection, its own credential. */
-export function spokeTarget(cluster: string, connection: Connection): TransportTarget | string {
+export function spokeTarget(
+  cluster: string,
+  connection: Connection,
+  route?: ProxyRoute,
+): TransportTarget | string {
   const o = connection.options;
+  const decision = (connection.proxyUrl ? fixedProxyRoute(connection.proxyUrl) : route)?.(
+    new URL(connection.server),
+  );
+  if (decision?.kind === 'invalid') return decision.message;
   let credential: TransportCredential | undefined;
   if (connection.token) credential = { token: connection.token };
   else if (typeof o.cert === 'string' && typeof o.key === 'string') {
@@ -58,7 +69,9 @@ export function spokeTarget(cluster: string, connection: Connection): TransportT
     // The pool is rebuilt when any credential file changes.
     key: connection.fingerprint,
     endpoint: {
-      kind: 'direct',
+      ...(decision?.kind === 'proxy'
+        ? { kind: 'egress' as const, proxyUrl: decision.url.href }
+        : { kind: 'direct' as const }),
       url: connection.server,
       ...(typeof o.ca === 'string' ? { caBundle: o.ca } : {}),
       insecure: o.rejectUnauthorized === false,
@@ -103,7 +116,7 @@ export class ImpersonatingServer {
     if (cached && now - cached.readAt < (this.#o.reloadMs ?? 10_000)) return cached.value;
     let value: TransportTarget | string;
     try {
-      value = spokeTarget(this.#o.cluster, this.#o.spoke());
+      value = spokeTarget(this.#o.cluster, this.#o.spoke(), this.#o.route);
     } catch (err) {
       // Mid-rotation or unreadable: keep the previous credential if there was one.
       if (cached && typeof cached.value !== 'string') return cached.value;

@@ -9,6 +9,8 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ProxyDecision, ProxyRoute } from '../../shared/transport/env-proxy.ts';
+import { dialRoute } from '../../shared/transport/proxy-agent.ts';
 import { keepAlive } from '../../shared/tunnel/keepalive.ts';
 import {
   connectionWindowBytes,
@@ -23,14 +25,18 @@ import type { TunnelFailure, TunnelMetrics } from './metrics.ts';
 export interface RelayTarget {
   host: string;
   port: number;
+  /** Through a proxy's CONNECT (HTTPS_PROXY, a kubeconfig's proxy-url); absent or direct: TCP. */
+  route?: ProxyDecision;
 }
 
-/** The apiserver address of a kubeconfig or in-cluster server URL (https://host:port). */
-export function relayTargetOf(server: string): RelayTarget {
+/** The apiserver address of a kubeconfig or in-cluster server URL (https://host:port), and its route. */
+export function relayTargetOf(server: string, route?: ProxyRoute): RelayTarget {
   const url = new URL(server);
+  const decision = route?.(url);
   return {
     host: url.hostname.replace(/^\[|\]$/g, ''),
     port: Number(url.port) || (url.protocol === 'http:' ? 80 : 443),
+    ...(decision && decision.kind !== 'direct' ? { route: decision } : {}),
   };
 }
 
@@ -168,6 +174,10 @@ export class Relay {
       return;
     }
     metrics.streamOpened();
+    if (target.route) {
+      this.#relayThroughProxy(stream, target, target.route);
+      return;
+    }
     const upstream = net.connect({ host: target.host, port: target.port });
     upstream.setNoDelay(true);
     let connected = false;
@@ -204,6 +214,45 @@ export class Relay {
       upstream.destroy();
       metrics.streamClosed({ toCluster: upstream.bytesWritten, fromCluster: upstream.bytesRead });
     });
+  }
+
+  /** The same relay, the apiserver reached through a proxy's CONNECT (the bytes counted are the stream's). */
+  #relayThroughProxy(stream: http2.ServerHttp2Stream, target: RelayTarget, route: ProxyDecision): void {
+    const { metrics, log } = this.#options;
+    let upstream: Duplex | undefined;
+    let toCluster = 0;
+    let fromCluster = 0;
+    stream.once('close', () => {
+      upstream?.destroy();
+      metrics.streamClosed({ toCluster, fromCluster });
+    });
+    dialRoute(route, target.host, target.port, { timeoutMs: this.#options.connectTimeoutMs ?? 10_000 }).then(
+      (socket) => {
+        if (stream.destroyed) return void socket.destroy();
+        upstream = socket;
+        stream.on('data', (chunk: Buffer) => {
+          toCluster += chunk.length;
+        });
+        socket.on('data', (chunk: Buffer) => {
+          fromCluster += chunk.length;
+        });
+        socket.on('error', () => stream.close(http2.constants.NGHTTP2_CONNECT_ERROR));
+        socket.once('close', () => {
+          if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+        });
+        stream.respond({ ':status': 200 });
+        stream.pipe(socket);
+        socket.pipe(stream);
+      },
+      (err: Error) => {
+        metrics.streamFailed();
+        log.warn(
+          { target: `${target.host}:${target.port}`, err: err.message },
+          'cannot reach the kube-apiserver',
+        );
+        respond(stream, 502, err.message);
+      },
+    );
   }
 }
 

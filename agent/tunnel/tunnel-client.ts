@@ -12,6 +12,7 @@
  * - stop: GOAWAY to the gateway, open streams get a grace period.
  */
 import { X509Certificate } from 'node:crypto';
+import { fixedProxyRoute, type ProxyRoute } from '../../shared/transport/env-proxy.ts';
 import { type Connection, KubeconfigError } from '../connection/kubeconfig.ts';
 import { AttachRefusedError, requestAttach } from './attach-request.ts';
 import { Backoff, type BackoffOptions, defaultBackoff, sleep } from './backoff.ts';
@@ -24,6 +25,8 @@ export interface TunnelClientOptions {
   loadHub: () => Connection;
   /** The managed kube-apiserver to relay streams to. */
   target: () => RelayTarget;
+  /** Through which proxy the hub is reached (HTTPS_PROXY/NO_PROXY); the hub kubeconfig's proxy-url wins. */
+  route?: ProxyRoute;
   metrics: TunnelMetrics;
   log: {
     info(o: object, m: string): void;
@@ -69,9 +72,11 @@ export class TunnelClient {
       try {
         hub = this.#o.loadHub();
         target = this.#o.target();
+        const route = hub.proxyUrl ? fixedProxyRoute(hub.proxyUrl) : this.#o.route;
         const upgraded = await requestAttach(hub, cluster, {
           timeoutMs: this.#o.attachTimeoutMs ?? 30_000,
           signal,
+          ...(route ? { route } : {}),
         });
         relay = new Relay(upgraded.socket, upgraded.head, {
           target,

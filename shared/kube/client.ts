@@ -8,6 +8,8 @@
  * and go through fetch, which merges repeated headers.
  */
 import https from 'node:https';
+import { fixedProxyRoute, type ProxyDecision, type ProxyRoute } from '../transport/env-proxy.ts';
+import { httpsAgentFor } from '../transport/proxy-agent.ts';
 import { type CredentialSource, credentialSourceFor, type RequestCredential } from './credential-source.ts';
 import { type Connection, loadDefault } from './kubeconfig.ts';
 import { StatusError } from './status.ts';
@@ -54,34 +56,61 @@ export interface RequestOptions {
  */
 export const requestTimeoutMs = 75_000;
 
+export interface ClientSettings {
+  /**
+   * How connections to the server are routed: through a proxy (HTTP CONNECT, TLS to the server
+   * inside it) or direct. Absent: direct, whatever HTTPS_PROXY says, so a process opts in (the agent
+   * passes proxyRouteFromEnvironment(process.env); the gateway and the manager pass nothing). A
+   * kubeconfig's proxy-url wins over it, as in client-go.
+   */
+  route?: ProxyRoute;
+}
+
 export class KubeClient {
   readonly server: URL;
   readonly #options: https.RequestOptions;
   readonly #agent: https.Agent;
+  /** Direct, or through which proxy (fixed for the client's life: its server is). */
+  readonly route: ProxyDecision;
 
   /** Token files and exec plugins: consulted before each request; undefined for a static credential. */
   readonly #credentials: CredentialSource | undefined;
 
-  private constructor(server: string, options: https.RequestOptions, credentials?: CredentialSource) {
+  private constructor(
+    server: string,
+    options: https.RequestOptions,
+    credentials: CredentialSource | undefined,
+    settings: ClientSettings,
+  ) {
     this.server = new URL(server);
-    this.#agent = new https.Agent({ keepAlive: true, maxSockets: 64 });
+    this.route = settings.route?.(this.server) ?? { kind: 'direct', reason: 'no proxy configured' };
+    this.#agent = httpsAgentFor(this.route, { keepAlive: true, maxSockets: 64 });
     this.#options = { ...options, agent: this.#agent };
     this.#credentials = credentials;
   }
 
   /** From a kubeconfig file, or the default chain (KUBECONFIG, in-cluster, ~/.kube/config; see kubeconfig.ts). */
-  static async fromKubeconfig(path?: string): Promise<KubeClient> {
-    return KubeClient.fromLoadedConfig(loadDefault(path));
+  static async fromKubeconfig(path?: string, settings: ClientSettings = {}): Promise<KubeClient> {
+    return KubeClient.fromLoadedConfig(loadDefault(path), settings);
   }
 
   /** From a loaded kubeconfig: its token file is read again and its exec plugin run as needed. */
-  static fromLoadedConfig(connection: Connection): KubeClient {
-    return new KubeClient(connection.server, connection.options, credentialSourceFor(connection));
+  static fromLoadedConfig(connection: Connection, settings: ClientSettings = {}): KubeClient {
+    return new KubeClient(
+      connection.server,
+      connection.options,
+      credentialSourceFor(connection),
+      connectionSettings(connection, settings),
+    );
   }
 
   /** From a server URL and ready TLS/auth options (ca, cert, key, headers.authorization). */
-  static fromConnection(server: string, options: https.RequestOptions): KubeClient {
-    return new KubeClient(server, options);
+  static fromConnection(
+    server: string,
+    options: https.RequestOptions,
+    settings: ClientSettings = {},
+  ): KubeClient {
+    return new KubeClient(server, options, undefined, settings);
   }
 
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -247,6 +276,11 @@ export class KubeClient {
       req.end(payload);
     });
   }
+}
+
+/** A kubeconfig's proxy-url replaces the process's route (client-go: the cluster's proxy-url wins). */
+export function connectionSettings(connection: Connection, settings: ClientSettings = {}): ClientSettings {
+  return connection.proxyUrl ? { ...settings, route: fixedProxyRoute(connection.proxyUrl) } : settings;
 }
 
 async function readAll(res: AsyncIterable<Buffer | string>): Promise<string> {

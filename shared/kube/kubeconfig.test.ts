@@ -136,3 +136,32 @@ test('default chain: explicit file, then KUBECONFIG, then in-cluster, then ~/.ku
     /no kubeconfig: pass --kubeconfig/,
   );
 });
+
+test("a cluster's proxy-url is read, is part of the fingerprint, and must be an http, https or socks5 URL", () => {
+  const d = dir({
+    plain: kubeconfig({ token: 'T' }),
+    proxied: kubeconfig({ token: 'T' }, { 'proxy-url': 'http://user:pw@proxy.corp:3128' }),
+    socks: kubeconfig({ token: 'T' }, { 'proxy-url': 'socks5://proxy.corp:1080' }),
+    ftp: kubeconfig({ token: 'T' }, { 'proxy-url': 'ftp://user:pw@proxy.corp' }),
+    bad: kubeconfig({ token: 'T' }, { 'proxy-url': 'not a url' }),
+  });
+  const plain = loadKubeconfig(path.join(d, 'plain'));
+  const proxied = loadKubeconfig(path.join(d, 'proxied'));
+  assert.equal(plain.proxyUrl, undefined);
+  assert.equal(proxied.proxyUrl, 'http://user:pw@proxy.corp:3128');
+  assert.notEqual(proxied.fingerprint, plain.fingerprint, 'a new proxy-url is a new connection');
+  assert.equal(loadKubeconfig(path.join(d, 'socks')).proxyUrl, 'socks5://proxy.corp:1080');
+  assert.throws(
+    () => loadKubeconfig(path.join(d, 'ftp')),
+    (err) => {
+      assert.ok(err instanceof KubeconfigError);
+      assert.match(
+        err.message,
+        /proxy-url ftp:\/\/redacted@proxy\.corp must be an http:\/\/, https:\/\/ or socks5:\/\//,
+      );
+      assert.doesNotMatch(err.message, /pw/, 'no credential in the message');
+      return true;
+    },
+  );
+  assert.throws(() => loadKubeconfig(path.join(d, 'bad')), /proxy-url is not a URL/);
+});

@@ -5,7 +5,8 @@
  * manager use. What is read is what client-go reads for a server component:
  *
  * - clusters: server, certificate-authority(-data), insecure-skip-tls-verify,
- *   tls-server-name;
+ *   tls-server-name, proxy-url (applied by client.ts: every connection to the
+ *   server goes through it, HTTPS_PROXY and NO_PROXY notwithstanding, as in client-go);
  * - users: client-certificate(-data) and client-key(-data), token and
  *   tokenFile (re-read by the client, see credential-source.ts),
  *   username/password, impersonation (as, as-groups, as-uid,
@@ -15,7 +16,7 @@
  * Relative file names are resolved against the directory of the kubeconfig
  * that names them, as client-go does. auth-provider entries (gcp, azure,
  * oidc: removed from client-go or replaced by exec plugins) are refused with
- * a message that says so. proxy-url is not applied (the connection is direct).
+ * a message that says so.
  *
  * Every read returns the content of all the files it used, hashed, so a
  * caller can tell when a rotated credential needs a new connection.
@@ -27,6 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 // js-yaml, not the project's `yaml`: loading it costs about 3.5 MB of RSS against 12.5 MB (measured).
 import { load as parse } from 'js-yaml';
+import { redactProxyUrl } from '../transport/env-proxy.ts';
 import type { ExecClusterInfo, ExecConfig } from './exec-credential.ts';
 
 export interface Connection {
@@ -41,6 +43,8 @@ export interface Connection {
   tokenFile?: string;
   /** The credential comes from this client-go exec plugin, to run before the first request. */
   exec?: { config: ExecConfig; cluster: ExecClusterInfo };
+  /** The cluster's proxy-url: every connection to the server goes through this proxy (client.ts). */
+  proxyUrl?: string;
 }
 
 export class KubeconfigError extends Error {}
@@ -54,6 +58,7 @@ interface ClusterEntry {
   'certificate-authority-data'?: string;
   'insecure-skip-tls-verify'?: boolean;
   'tls-server-name'?: string;
+  'proxy-url'?: string;
 }
 
 interface UserEntry {
@@ -217,7 +222,24 @@ function fromEntries(
     impersonation: impersonationHeaders(user),
     insecure: cluster['insecure-skip-tls-verify'] === true,
     ...(cluster['tls-server-name'] ? { servername: cluster['tls-server-name'] } : {}),
+    ...(cluster['proxy-url'] ? { proxyUrl: proxyUrlOf(cluster['proxy-url'], clusterFile) } : {}),
   });
+}
+
+/** client-go's validation: a URL with scheme http, https or socks5 (which connect-egress.ts may refuse). */
+function proxyUrlOf(value: string, file: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new KubeconfigError(`kubeconfig ${file}: proxy-url is not a URL`);
+  }
+  if (!['http:', 'https:', 'socks5:', 'socks5h:'].includes(url.protocol) || !url.host) {
+    throw new KubeconfigError(
+      `kubeconfig ${file}: proxy-url ${redactProxyUrl(url)} must be an http://, https:// or socks5:// URL with a host`,
+    );
+  }
+  return value;
 }
 
 function execEntry(
@@ -325,6 +347,7 @@ function connection(
     impersonation: Record<string, string | string[]>;
     insecure: boolean;
     servername?: string;
+    proxyUrl?: string;
   },
 ): Connection {
   const headers: Record<string, string | string[]> = { ...c.impersonation };
@@ -352,6 +375,7 @@ function connection(
         c.impersonation,
         c.insecure,
         c.servername,
+        c.proxyUrl,
       ]),
     )
     .digest('hex');
@@ -362,5 +386,6 @@ function connection(
     ...(c.token ? { token: c.token } : {}),
     ...(c.tokenFile ? { tokenFile: c.tokenFile } : {}),
     ...(c.exec ? { exec: c.exec } : {}),
+    ...(c.proxyUrl ? { proxyUrl: c.proxyUrl } : {}),
   };
 }
