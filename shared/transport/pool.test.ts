@@ -396,8 +396,8 @@ describe('connection pools', () => {
       /must be an https:\/\/ or http:\/\/ URL/,
     );
     assert.equal(
-      pools.get(target('c', constant('https://h', { proxyUrl: 'socks5://127.0.0.1:1080' }))),
-      'proxy-url scheme "socks5" is not supported yet (only http and https CONNECT proxies)',
+      pools.get(target('c', constant('https://h', { proxyUrl: 'ftp://127.0.0.1:21' }))),
+      'proxy-url scheme "ftp" is not supported (use http, https, socks5 or socks5h)',
     );
     assert.equal(pools.stats().pools, 0);
   });

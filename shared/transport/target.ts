@@ -36,11 +36,17 @@ export interface DirectEndpoint extends ServerTrust {
   url: string;
 }
 
-/** Through an HTTP(S) forward proxy's CONNECT, TLS to the upstream inside it (connect-egress.ts). */
+/**
+ * Through a proxy (connect-egress.ts): an HTTP(S) forward proxy's CONNECT or a SOCKS5 proxy
+ * (socks5.ts), TLS to the upstream inside the stream it opens.
+ */
 export interface EgressEndpoint extends ServerTrust {
   kind: 'egress';
   url: string;
-  /** http:// or https:// (socks5:// is refused with a clear problem). */
+  /**
+   * http:// or https:// (HTTP CONNECT), socks5:// or socks5h:// (SOCKS5, the host name sent
+   * unresolved). Userinfo is the proxy's credential; it never appears in a message.
+   */
   proxyUrl: string;
 }
 

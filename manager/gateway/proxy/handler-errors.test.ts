@@ -53,7 +53,7 @@ describe('errors reaching a cluster', { timeout: 5000 }, () => {
     clusters.set('socks', {
       ...clusterTarget('socks', {
         ...(await constEndpoint(upstream.port)),
-        proxyUrl: 'socks5://user:secret@127.0.0.1:1080',
+        proxyUrl: `socks5://user:secret@127.0.0.1:${deadPort}`,
       }),
     });
     clusters.set(
@@ -132,9 +132,12 @@ describe('errors reaching a cluster', { timeout: 5000 }, () => {
     );
   });
 
-  it('refuses an unsupported proxy-url instead of connecting directly, without leaking its password', async () => {
+  it('goes through a socks5 proxy-url, not directly, and names the proxy without its password', async () => {
     const message = await status('socks');
-    assert.match(message, /proxy-url scheme "socks5" is not supported yet/);
+    assert.equal(
+      message,
+      `cluster "socks" is unreachable: SOCKS5 proxy 127.0.0.1:${deadPort}: connect ECONNREFUSED 127.0.0.1:${deadPort}`,
+    );
     assert.doesNotMatch(message, /secret/);
   });
 
