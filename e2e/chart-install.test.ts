@@ -64,6 +64,15 @@ const deploymentPath = (name: string) => `/apis/apps/v1/namespaces/${namespace}/
 const gatewayServicePath = `/api/v1/namespaces/${namespace}/services/${gatewayName}`;
 const agentDeploymentPath = `/apis/apps/v1/namespaces/open-cluster-management-agent-addon/deployments/${addon}-agent`;
 const seconds = (ms: number) => Number((ms / 1000).toFixed(1));
+/** A PriorityClass of this file's, for the pod settings the install sets on every workload. */
+const priorityClass = 'cluster-gateway-e2e';
+const priorityClassPath = `/apis/scheduling.k8s.io/v1/priorityclasses/${priorityClass}`;
+/** Pod settings of the install (charts/cluster-gateway values): they reach the gateway and the agents. */
+const podSettings = [
+  `gateway.priorityClassName=${priorityClass}`,
+  'gateway.podLabels.e2e-pod-label=gateway',
+  'addon.agent.podLabels.e2e-pod-label=agent',
+];
 
 type Condition = { type: string; status: string; reason?: string; message?: string };
 type ApiService = KubeObject & {
@@ -259,6 +268,27 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     environmentApiService = await hub.get<ApiService>(apiServicePath);
     assert.ok(isAvailable(environmentApiService), "the environment's APIService is Available to begin with");
     for (const c of clusters) await hub.delete(mcaPath(c));
+    // A ClusterManagementAddOn an earlier file's manager left is not this release's: the chart would leave it
+    // to that manager (templates/cluster-management-addon.yaml). Removed, so that this install declares it.
+    const leftover = await hub.getOptional<KubeObject>(cmaPath);
+    if (leftover && !leftover.metadata?.annotations?.['meta.helm.sh/release-name']) {
+      await hub.delete(cmaPath);
+      await waitFor(
+        'the leftover ClusterManagementAddOn gone',
+        async () => !(await hub.getOptional(cmaPath)),
+      );
+    }
+    await hub.apply(
+      priorityClassPath,
+      {
+        apiVersion: 'scheduling.k8s.io/v1',
+        kind: 'PriorityClass',
+        metadata: { name: priorityClass },
+        value: 1000,
+        description: 'e2e/chart-install.test.ts: the chart sets it on the gateway pods',
+      },
+      'e2e-chart-install',
+    );
     cmaExisted = !!(await hub.getOptional(cmaPath));
     webhookExisted = !!(await hub.getOptional(webhookConfigPath));
     for (const c of env.managed.filter((m) => clusters.includes(m.name as never))) {
@@ -309,6 +339,7 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     for (const r of recorders) await r.stop();
     await attempt('leftovers', async () => {
       if (!cmaExisted) await hub.delete(cmaPath);
+      await hub.delete(priorityClassPath);
       if (!webhookExisted) await hub.delete(webhookConfigPath);
       await hub.request(
         'DELETE',
@@ -358,7 +389,7 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
       '--namespace',
       namespace,
       '--create-namespace',
-      ...values(),
+      ...values(podSettings),
     );
     installed = true;
     assert.match(notes, new RegExp(`clusteradm addon enable --names ${addon} --clusters`));
@@ -422,6 +453,43 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     assert.ok(await discoveryHealthy(), 'kubectl api-resources exits 0');
   });
 
+  test('the ClusterManagementAddOn comes from helm, and the manager leaves it alone', async () => {
+    type Cma = KubeObject & { spec: { addOnMeta: { description: string } } };
+    const cma = await hub.get<Cma>(cmaPath);
+    assert.equal(
+      cma.metadata?.annotations?.['meta.helm.sh/release-name'],
+      release,
+      'declared by the release',
+    );
+    // A change the manager's flags do not describe (as a helm upgrade's before the manager rolls): kept.
+    const changed = 'changed outside the manager (e2e)';
+    const original = cma.spec.addOnMeta.description;
+    await hub.mergePatch(cmaPath, { spec: { addOnMeta: { description: changed } } });
+    try {
+      // The manager watches it and would apply its own within milliseconds (cma/cma-controller.ts).
+      await new Promise((r) => setTimeout(r, 3_000));
+      const after = await hub.get<Cma>(cmaPath);
+      assert.equal(after.spec.addOnMeta.description, changed, 'the manager did not write it back');
+      const managers = (after.metadata?.managedFields ?? []) as { manager?: string }[];
+      assert.deepEqual(
+        managers.filter((f) => f.manager === 'cluster-gateway-addon-manager'),
+        [],
+        "no field of the manager's CMA controller",
+      );
+    } finally {
+      await hub.mergePatch(cmaPath, { spec: { addOnMeta: { description: original } } });
+    }
+  });
+
+  test("the gateway pods carry the chart's gateway.podLabels and gateway.priorityClassName", async () => {
+    const pods = await gatewayRolledOut();
+    for (const pod of pods) {
+      const p = pod as GatewayPod & { spec?: { priorityClassName?: string } };
+      assert.equal(p.metadata.labels?.['e2e-pod-label'], 'gateway', p.metadata.name);
+      assert.equal(p.spec?.priorityClassName, priorityClass, p.metadata.name);
+    }
+  });
+
   test('non-default values render objects the real apiserver accepts (server-side dry run)', async () => {
     const rendered = await helm(
       'template',
@@ -442,6 +510,13 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         'addon.deploymentConfig.resourceRequirements[0].resources.limits.memory=128Mi',
         'gateway.credentialNamespace.create=true',
         'image.pullSecrets={pull-secret}',
+        'networkPolicy.enabled=true',
+        'networkPolicy.apiServer[0].ipBlock.cidr=10.0.0.0/8',
+        'networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=monitoring',
+        'manager.podLabels.team=platform',
+        'manager.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=1',
+        'manager.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].key=role',
+        'manager.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].operator=Exists',
       ]),
     );
     const dir = path.join(e2eStateDir, 'chart-install');
@@ -464,6 +539,7 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
       'addondeploymentconfig',
       'deployment',
       'namespace',
+      'networkpolicy',
     ]) {
       assert.match(
         out,
@@ -501,6 +577,26 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     assert.equal(proxied.kind, 'Namespace');
     assert.equal(proxied.metadata?.name, 'default');
     assert.equal(await proxiedByInstalledGateway('cluster1'), before + 1, 'proxied by the installed gateway');
+    // The agent names OCM's image pull Secret in a namespace the klusterlet copies it into, and carries the
+    // chart's agent pod labels (addon.agent.podLabels, through the manager's --agent-pod-labels).
+    // biome-ignore lint/suspicious/noExplicitAny: the work's manifests are read field by field.
+    type Manifest = KubeObject & { spec?: any };
+    const work = await hub.get<KubeObject & { spec: { workload: { manifests: Manifest[] } } }>(
+      `/apis/work.open-cluster-management.io/v1/namespaces/cluster1/manifestworks/addon-${addon}-deploy-0`,
+    );
+    const manifests = work.spec.workload.manifests;
+    const agentDeployment = manifests.find((m) => m.kind === 'Deployment');
+    assert.deepEqual(agentDeployment?.spec.template.spec.imagePullSecrets, [
+      { name: 'open-cluster-management-image-pull-credentials' },
+    ]);
+    assert.equal(
+      manifests.find((m) => m.kind === 'Namespace')?.metadata?.labels?.[
+        'addon.open-cluster-management.io/namespace'
+      ],
+      'true',
+    );
+    const running = await spokes[0]?.get<Manifest>(agentDeploymentPath);
+    assert.equal(running?.spec.template.metadata.labels['e2e-pod-label'], 'agent', 'on the managed cluster');
   });
 
   test("the agents' tunnels land on the installed gateway, which shares them with its other replicas through Leases", async () => {
@@ -591,7 +687,13 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         chart,
         '--namespace',
         namespace,
-        ...values(['gateway.replicas=3', 'gateway.logLevel=info', 'gateway.healthCheck.intervalSeconds=3']),
+        // The install's pod settings kept: the agents are not rolled (their ManifestWork unchanged).
+        ...values([
+          ...podSettings,
+          'gateway.replicas=3',
+          'gateway.logLevel=info',
+          'gateway.healthCheck.intervalSeconds=3',
+        ]),
       );
       const rolled = await waitFor(
         'the manager to roll the gateway Deployment',
@@ -753,6 +855,7 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
         namespace,
         // The previous test's values, so that only the manager rolls (the gateway's pod template is unchanged).
         ...values([
+          ...podSettings,
           'gateway.replicas=3',
           'gateway.logLevel=info',
           'gateway.healthCheck.intervalSeconds=3',

@@ -39,6 +39,7 @@ import {
   workApi,
 } from './core/resources.ts';
 import { WebhookCertificate } from './core/webhook-certificate.ts';
+import type { AgentPodDefinition } from './deploy/agent-manifests.ts';
 import { DeployController } from './deploy/deploy-controller.ts';
 import { agentValues, deploymentConfigRef, installNamespace } from './deploy/deployment-config.ts';
 import { setUpGatewayDeploy } from './gateway-deploy/setup.ts';
@@ -56,7 +57,12 @@ const hub = await KubeClient.fromKubeconfig(options.kubeconfig).catch((err: Erro
   log.fatal({ err: err.message }, 'cannot load the hub kubeconfig (--kubeconfig, KUBECONFIG or in-cluster)');
   process.exit(1);
 });
-const addon = defineAddon({ ...options, credentialNamespace: options.gateway.credentialNamespace });
+// The agent's pod settings (--agent-*) ride with the addon to the agent's manifests (deploy/agent-manifests.ts
+// reads `agentPod`, deploy/manifest-work.ts passes the addon through).
+const addon: ReturnType<typeof defineAddon> & AgentPodDefinition = {
+  ...defineAddon({ ...options, credentialNamespace: options.gateway.credentialNamespace }),
+  agentPod: options.agentPod,
+};
 const metrics = new AddonMetrics();
 const stop = new AbortController();
 

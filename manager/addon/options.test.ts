@@ -157,3 +157,28 @@ test('of the gateway and the agent, the manager loads their flag tables only: no
     assert.ok(files.length <= 3, `${entry} loads ${files.join(', ')}`);
   }
 });
+
+describe('agent pod settings', () => {
+  test('--agent-* reach agentPod; defaults: none', () => {
+    assert.deepEqual(parse([]).agentPod, {
+      affinity: {},
+      priorityClassName: '',
+      podAnnotations: {},
+      podLabels: {},
+    });
+    const o = parse([
+      '--agent-affinity={"nodeAffinity":{}}',
+      '--agent-priority-class-name=agent-critical',
+      '--agent-pod-annotations={"a":"b"}',
+      '--agent-pod-labels={"example.com/team":"platform"}',
+    ]);
+    assert.deepEqual(o.agentPod, {
+      affinity: { nodeAffinity: {} },
+      priorityClassName: 'agent-critical',
+      podAnnotations: { a: 'b' },
+      podLabels: { 'example.com/team': 'platform' },
+    });
+    assert.throws(() => parse(['--agent-pod-labels=[]']), /--agent-pod-labels: must be a JSON object/);
+    assert.match(helpText(), /--agent-priority-class-name/);
+  });
+});

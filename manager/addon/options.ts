@@ -17,6 +17,7 @@ import {
   logLevel as validLogLevel,
 } from '../../shared/cli-flags.ts';
 import type { HealthMode } from './core/addon.ts';
+import { type PodSettings, parsePodSettings, podSettingsFlags } from './core/pod-settings.ts';
 import { gatewayNames } from './gateway-deploy/names.ts';
 import { type GatewayDeployOptions, gatewayFlags, parseGatewayOptions } from './gateway-deploy/options.ts';
 import { checkGatewayCommandLine } from './gateway-deploy/workload.ts';
@@ -36,6 +37,8 @@ export interface AddonManagerOptions {
   /** The agent's container image before AddOnDeploymentConfig registry overrides. */
   agentImage: string;
   agentInstallNamespace: string;
+  /** The agent pods' affinity, priorityClassName, extra annotations and labels (on every managed cluster). */
+  agentPod: PodSettings;
   /** Empty: installStrategy Manual (clusteradm addon enable); else Placements. */
   installPlacements: PlacementRef[];
   /** Namespace of the manager itself: its leader-election Lease and the default AddOnDeploymentConfig. */
@@ -104,6 +107,9 @@ export const managerFlags = {
     default: 'open-cluster-management-agent-addon',
     help: 'namespace of the agent on managed clusters when neither the AddOnDeploymentConfig nor the ManagedClusterAddOn names one',
   },
+  // The AddOnDeploymentConfig's nodePlacement has no affinity nor priority class: these apply to every
+  // cluster's agent (a PriorityClass named here must exist on each managed cluster, or its pod is refused).
+  ...podSettingsFlags('agent', 'the agent pods'),
   'install-placements': {
     type: 'string',
     default: '',
@@ -281,6 +287,7 @@ export function parseOptions(
     description: str('description'),
     agentImage: str('agent-image').trim(),
     agentInstallNamespace,
+    agentPod: parsePodSettings('agent', values),
     installPlacements: parsePlacements(str('install-placements')),
     namespace,
     healthMode,

@@ -8,6 +8,8 @@
  * reports Progressing and, with installStrategy Placements, creates and
  * deletes the ManagedClusterAddOns of the placed clusters. This manager
  * reacts to those the same way as to `clusteradm addon enable`.
+ *
+ * The chart renders the same object (charts/cluster-gateway/templates/cluster-management-addon.yaml).
  */
 import type { AddonDefinition } from '../core/addon.ts';
 import {
@@ -50,6 +52,23 @@ export function clusterManagementAddOn(
             },
     },
   };
+}
+
+/**
+ * The label Kubernetes' conventions give the tool that manages an object. The chart renders the
+ * ClusterManagementAddOn (so `helm`, Argo CD and Flux see and own it) with `app.kubernetes.io/managed-by:
+ * Helm` (helm install, and helm template as GitOps tools run it); the manager's own has no such label.
+ */
+export const managedByLabel = 'app.kubernetes.io/managed-by';
+
+/**
+ * Declared by a tool (the chart): its spec is that tool's, the manager does not write it. The chart and
+ * the manager build the same object from the same values (charts/*.test.ts compares them), so leaving
+ * it alone loses nothing, and a helm upgrade that changes it is not undone by a manager still running
+ * with the old flags.
+ */
+export function declaredElsewhere(cma: Pick<ClusterManagementAddOn, 'metadata'>): boolean {
+  return Boolean(cma.metadata.labels?.[managedByLabel]);
 }
 
 /**

@@ -5,12 +5,16 @@ import type { KubeObject } from '../../../shared/kube/client.ts';
 import { defineAddon } from '../core/addon.ts';
 import type { ManagedClusterAddOn } from '../core/resources.ts';
 import {
+  addonNamespaceLabel,
   agentManifests,
+  configHashAnnotation,
   hubCredentialServiceAccount,
   impersonationClusterRoleName,
   impersonationRules,
+  ocmImagePullSecret,
 } from './agent-manifests.ts';
 import { agentValues, InvalidConfigError, valuesHash } from './deployment-config.ts';
+import { deployWork } from './manifest-work.ts';
 
 const addon = defineAddon({
   addonName: 'cluster-gateway',
@@ -143,4 +147,61 @@ test("the agent's own parser reads the args the manager writes, for every trust 
     assert.equal(o.trustModel, values.tunnel?.trustModel ?? 'hub-credential');
     assert.equal(o.hubCredentialNamespace, values.tunnel ? 'creds' : '');
   }
+});
+
+describe("the agent pods: OCM's image pull Secret and the addon's pod settings", () => {
+  test("the install namespace is labelled for the klusterlet's pull Secret copy, and the pod names that Secret", () => {
+    const objects = agentManifests(addon, 'c1', agentValues(addon, mca, undefined));
+    const [namespace] = byKind(objects, 'Namespace');
+    assert.deepEqual(namespace?.metadata?.labels, { [addonNamespaceLabel]: 'true' });
+    assert.equal(addonNamespaceLabel, 'addon.open-cluster-management.io/namespace');
+    const [deployment] = byKind(objects, 'Deployment');
+    assert.deepEqual(deployment?.spec.template.spec.imagePullSecrets, [
+      { name: 'open-cluster-management-image-pull-credentials' },
+    ]);
+    assert.equal(ocmImagePullSecret, 'open-cluster-management-image-pull-credentials');
+  });
+
+  test("Kubernetes' own namespaces are not labelled (no credential copied into kube-system)", () => {
+    const values = { ...agentValues(addon, mca, undefined), installNamespace: 'kube-system' };
+    const [namespace] = byKind(agentManifests(addon, 'c1', values), 'Namespace');
+    assert.equal(namespace?.metadata?.labels, undefined);
+  });
+
+  test('affinity, priorityClassName, pod annotations and labels from the addon; its own labels and config hash win', () => {
+    const affinity = { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [] } };
+    const values = agentValues(addon, mca, undefined);
+    const withPod = {
+      ...addon,
+      agentPod: {
+        affinity,
+        priorityClassName: 'agent-critical',
+        podAnnotations: { team: 'platform', [configHashAnnotation]: 'forged' },
+        podLabels: { 'cost-center': 'c1', 'app.kubernetes.io/name': 'other' },
+      },
+    };
+    const [deployment] = byKind(agentManifests(withPod, 'c1', values), 'Deployment');
+    const pod = deployment?.spec.template;
+    assert.deepEqual(pod.spec.affinity, affinity);
+    assert.equal(pod.spec.priorityClassName, 'agent-critical');
+    assert.equal(pod.metadata.annotations.team, 'platform');
+    assert.equal(pod.metadata.annotations[configHashAnnotation], valuesHash(values));
+    assert.equal(pod.metadata.labels['cost-center'], 'c1');
+    assert.equal(pod.metadata.labels['app.kubernetes.io/name'], 'cluster-gateway-agent', 'the selector wins');
+    // Without settings: none of them.
+    const [plain] = byKind(agentManifests(addon, 'c1', values), 'Deployment');
+    assert.equal(plain?.spec.template.spec.affinity, undefined);
+    assert.equal(plain?.spec.template.spec.priorityClassName, undefined);
+  });
+
+  test("the addon's pod settings pass through the deploy ManifestWork (manager's addon object as main.ts makes it)", () => {
+    const withPod = {
+      ...addon,
+      agentPod: { affinity: {}, priorityClassName: 'p', podAnnotations: {}, podLabels: { a: 'b' } },
+    };
+    const work = deployWork(withPod, mca, agentValues(addon, mca, undefined), undefined);
+    const deployment = work.spec?.workload?.manifests?.find((m) => m.kind === 'Deployment') as Obj;
+    assert.equal(deployment.spec.template.spec.priorityClassName, 'p');
+    assert.equal(deployment.spec.template.metadata.labels.a, 'b');
+  });
 });

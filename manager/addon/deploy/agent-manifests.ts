@@ -23,6 +23,7 @@
 import { type AgentFlagValues, renderAgentArgs } from '../../../agent/options.ts';
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import type { AddonDefinition } from '../core/addon.ts';
+import { applyPodSettings, noPodSettings, type PodSettings } from '../core/pod-settings.ts';
 import { type AgentValues, agentContainerName, valuesHash } from './deployment-config.ts';
 
 /** Where the registration Secret is mounted (OCM's AddOnTemplate convention; the agent's default --hub-kubeconfig). */
@@ -46,6 +47,27 @@ export const sharedNamespaces = new Set([
   'kube-public',
   'kube-node-lease',
 ]);
+
+/**
+ * OCM's image pull Secret: the klusterlet copies it from its own namespace into every namespace labelled
+ * `addon.open-cluster-management.io/namespace: "true"` (ocm pkg/operator/operators/klusterlet/controllers/
+ * addonsecretcontroller), and OCM's addon agents name it (managed-serviceaccount's, the addon-framework's
+ * templates). A private registry's credential then reaches the agent with no step of ours; where the
+ * klusterlet has none, the kubelet pulls without it (a missing pull Secret is only a warning Event).
+ */
+export const ocmImagePullSecret = 'open-cluster-management-image-pull-credentials';
+export const addonNamespaceLabel = 'addon.open-cluster-management.io/namespace';
+/** Kubernetes' own namespaces: never labelled, so the klusterlet copies no credential into them. */
+const kubernetesNamespaces = new Set(['default', 'kube-system', 'kube-public', 'kube-node-lease']);
+
+/**
+ * The addon's settings for its agent pods on every cluster (manager flags --agent-affinity,
+ * --agent-priority-class-name, --agent-pod-annotations, --agent-pod-labels). Optional: without them
+ * the agent has none.
+ */
+export interface AgentPodDefinition {
+  agentPod?: PodSettings;
+}
 
 /** Where the agent image keeps Node's compile cache (`/app` is the image's copy of the repository). */
 export const agentCompileCache = '/app/.cache/node-compile-cache';
@@ -76,7 +98,8 @@ export const impersonationRules = [
 ];
 
 export function agentManifests(
-  addon: Pick<AddonDefinition, 'name' | 'agentName' | 'spokeLeaseName' | 'hubKubeconfigSecretName'>,
+  addon: Pick<AddonDefinition, 'name' | 'agentName' | 'spokeLeaseName' | 'hubKubeconfigSecretName'> &
+    AgentPodDefinition,
   cluster: string,
   values: AgentValues,
 ): KubeObject[] {
@@ -87,7 +110,14 @@ export function agentManifests(
   const agentSubject = { kind: 'ServiceAccount', name: addon.agentName, namespace: ns };
   const trustModel = values.tunnel?.trustModel;
   const objects: KubeObject[] = [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } },
+    {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name: ns,
+        ...(kubernetesNamespaces.has(ns) ? {} : { labels: { [addonNamespaceLabel]: 'true' } }),
+      },
+    },
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(addon.agentName) },
     {
       apiVersion: `${rbac}/v1`,
@@ -168,7 +198,7 @@ export function agentManifests(
 }
 
 export function agentDeployment(
-  addon: Pick<AddonDefinition, 'name' | 'agentName' | 'hubKubeconfigSecretName'>,
+  addon: Pick<AddonDefinition, 'name' | 'agentName' | 'hubKubeconfigSecretName'> & AgentPodDefinition,
   cluster: string,
   values: AgentValues,
 ): KubeObject {
@@ -201,6 +231,12 @@ export function agentDeployment(
     volumeMounts.push({ name: 'proxy-ca', mountPath: proxyCaDir, readOnly: true });
     volumes.push({ name: 'proxy-ca', configMap: { name: `${addon.agentName}-proxy-ca` } });
   }
+  // The addon's pod settings around the agent's own labels and config hash (which win).
+  const pod = applyPodSettings(addon.agentPod ?? noPodSettings, {
+    labels,
+    // Any config change rolls the agent out, including ones that show nowhere else in this template.
+    annotations: { [configHashAnnotation]: valuesHash(values) },
+  });
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -210,11 +246,7 @@ export function agentDeployment(
       revisionHistoryLimit: 3,
       selector: { matchLabels: selector },
       template: {
-        metadata: {
-          labels,
-          // Any config change rolls the agent out, including ones that show nowhere else in this template.
-          annotations: { [configHashAnnotation]: valuesHash(values) },
-        },
+        metadata: pod.metadata,
         spec: {
           serviceAccountName: addon.agentName,
           securityContext: {
@@ -222,6 +254,8 @@ export function agentDeployment(
             runAsUser: 65532,
             seccompProfile: { type: 'RuntimeDefault' },
           },
+          ...pod.spec,
+          imagePullSecrets: [{ name: ocmImagePullSecret }],
           ...(Object.keys(values.nodeSelector).length > 0 ? { nodeSelector: values.nodeSelector } : {}),
           ...(values.tolerations.length > 0 ? { tolerations: values.tolerations } : {}),
           containers: [

@@ -15,6 +15,7 @@
  */
 import { bool, integer, OptionsError } from '../../../shared/cli-flags.ts';
 import { checkGatewayArgs, type GatewayFlagName } from '../../gateway/options.ts';
+import { type PodSettings, parsePodSettings, podSettingsFlags } from '../core/pod-settings.ts';
 import { parseRotationSchedule } from './rotation-schedule.ts';
 
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
@@ -41,6 +42,8 @@ export interface GatewayDeployOptions {
   resources: Record<string, unknown>;
   nodeSelector: Record<string, string>;
   tolerations: Record<string, unknown>[];
+  /** Affinity (over the default spread of replicas), priorityClassName, extra pod annotations and labels. */
+  pod: PodSettings;
   caValiditySeconds: number;
   certificateValiditySeconds: number;
   /** A node-cron expression (UTC): rotations wait for its next tick, up to a sixth of life left. '': none. */
@@ -138,6 +141,8 @@ export const gatewayFlags = {
   },
   'gateway-node-selector': { type: 'string', default: '{}', help: "JSON: the gateway pods' nodeSelector" },
   'gateway-tolerations': { type: 'string', default: '[]', help: "JSON: the gateway pods' tolerations" },
+  // An affinity of a kind the gateway sets (podAntiAffinity: replicas spread over nodes) replaces it.
+  ...podSettingsFlags('gateway', 'the gateway pods'),
   'gateway-ca-validity': {
     type: 'string',
     default: String(5 * 365 * 86400),
@@ -251,6 +256,7 @@ export function parseGatewayOptions(
       }
       return t as Record<string, unknown>;
     }),
+    pod: parsePodSettings('gateway', values),
     caValiditySeconds,
     certificateValiditySeconds,
     rotationSchedule,

@@ -244,3 +244,49 @@ describe('gateway workload', () => {
     );
   });
 });
+
+describe('gateway pod settings (--gateway-affinity, -priority-class-name, -pod-annotations, -pod-labels)', () => {
+  test("the user's reach the pod template; the gateway's labels and its spread over nodes stay unless replaced", () => {
+    const d = deployment(
+      spec({
+        'gateway-affinity': JSON.stringify({ nodeAffinity: { x: 1 } }),
+        'gateway-priority-class-name': 'hub-critical',
+        'gateway-pod-annotations': JSON.stringify({ 'example.com/team': 'platform' }),
+        'gateway-pod-labels': JSON.stringify({ team: 'platform', 'app.kubernetes.io/name': 'other' }),
+      }),
+    ) as Loose;
+    const pod = d.spec.template;
+    assert.deepEqual(pod.spec.affinity.nodeAffinity, { x: 1 });
+    assert.ok(pod.spec.affinity.podAntiAffinity, 'replicas still spread over nodes');
+    assert.equal(pod.spec.priorityClassName, 'hub-critical');
+    assert.deepEqual(pod.metadata.annotations, { 'example.com/team': 'platform' });
+    assert.equal(pod.metadata.labels.team, 'platform');
+    assert.equal(pod.metadata.labels['app.kubernetes.io/name'], 'cluster-gateway', 'the selector wins');
+    assert.deepEqual(d.spec.selector.matchLabels, {
+      'app.kubernetes.io/name': 'cluster-gateway',
+      'app.kubernetes.io/component': 'gateway',
+    });
+    const replaced = deployment(
+      spec({ 'gateway-affinity': JSON.stringify({ podAntiAffinity: { required: true } }) }),
+    ) as Loose;
+    assert.deepEqual(replaced.spec.template.spec.affinity, { podAntiAffinity: { required: true } });
+    const plain = deployment(spec()) as Loose;
+    assert.equal(plain.spec.template.spec.priorityClassName, undefined);
+    assert.equal(plain.spec.template.metadata.annotations, undefined);
+  });
+
+  test('bad values say which flag and what to fix', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ 'gateway-affinity': '[]' }, /--gateway-affinity: must be a JSON object/],
+      [{ 'gateway-affinity': '{"nodeAfinity":{}}' }, /--gateway-affinity: "nodeAfinity" is not nodeAffinity/],
+      [{ 'gateway-priority-class-name': 'High' }, /--gateway-priority-class-name: "High"/],
+      [{ 'gateway-pod-labels': '{"a":"b c"}' }, /--gateway-pod-labels: the value of "a"/],
+      [
+        { 'gateway-pod-annotations': '{"a":1}' },
+        /--gateway-pod-annotations: the value of "a" must be a string/,
+      ],
+      [{ 'gateway-pod-annotations': '{"bad key":"x"}' }, /not a label or annotation key/],
+    ];
+    for (const [values, message] of cases) assert.throws(() => spec(values), message);
+  });
+});

@@ -8,6 +8,7 @@
 import { containerEnv, expandContainerEnv } from '../../../shared/cli-flags.ts';
 import type { KubeObject } from '../../../shared/kube/client.ts';
 import { type GatewayFlagValues, renderGatewayArgs } from '../../gateway/options.ts';
+import { applyPodSettings } from '../core/pod-settings.ts';
 import {
   type GatewayNames,
   gatewayObjectLabels,
@@ -117,6 +118,24 @@ function peerFlags(spec: GatewaySpec): GatewayFlagValues {
 export function deployment(spec: GatewaySpec): KubeObject {
   const { names, options } = spec;
   const https = { port: 'https', scheme: 'HTTPS' };
+  // The user's affinity, priority class, pod annotations and labels (--gateway-*) around the gateway's own.
+  const pod = applyPodSettings(options.pod, {
+    labels: labelsOf(names),
+    affinity: {
+      podAntiAffinity: {
+        // Preferred, not required: a one-node hub still runs every replica.
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          {
+            weight: 100,
+            podAffinityTerm: {
+              labelSelector: { matchLabels: names.podSelector },
+              topologyKey: 'kubernetes.io/hostname',
+            },
+          },
+        ],
+      },
+    },
+  });
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -127,7 +146,7 @@ export function deployment(spec: GatewaySpec): KubeObject {
       // A new replica serves before an old one stops: the APIService always has somewhere to go.
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       template: {
-        metadata: { labels: labelsOf(names) },
+        metadata: pod.metadata,
         spec: {
           serviceAccountName: names.name,
           securityContext: {
@@ -136,20 +155,7 @@ export function deployment(spec: GatewaySpec): KubeObject {
             runAsGroup: 65532,
             seccompProfile: { type: 'RuntimeDefault' },
           },
-          affinity: {
-            podAntiAffinity: {
-              // Preferred, not required: a one-node hub still runs every replica.
-              preferredDuringSchedulingIgnoredDuringExecution: [
-                {
-                  weight: 100,
-                  podAffinityTerm: {
-                    labelSelector: { matchLabels: names.podSelector },
-                    topologyKey: 'kubernetes.io/hostname',
-                  },
-                },
-              ],
-            },
-          },
+          ...pod.spec,
           ...(Object.keys(options.nodeSelector).length > 0 ? { nodeSelector: options.nodeSelector } : {}),
           ...(options.tolerations.length > 0 ? { tolerations: options.tolerations } : {}),
           ...(options.imagePullSecrets.length > 0
