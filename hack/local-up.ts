@@ -3,18 +3,24 @@
  * running until Ctrl-C, which stops every process it started.
  *
  * Every cluster has a real node (kubelet, containerd, runc; hack/localenv/node.ts) and the project's
- * image built from the Dockerfile (hack/image/build.sh). The addon is installed the way README.md tells
- * a user to: `helm install` of charts/cluster-gateway (hack/localenv/chart.ts), `clusteradm addon
- * enable` on every managed cluster; the manager, the gateway it deploys and the agents run as pods
- * from their Deployments.
+ * image built from the Dockerfile (hack/image/build.sh). The addon is installed by running docs/install.md's
+ * own shell blocks (hack/localenv/install-steps.ts), with nothing of the environment's own: no credential
+ * Secret is written for the gateway. cluster1 gets step (a), a credential Secret an admin writes; cluster2
+ * step (b), the addon whose agent provides the hub's credential; cluster3 step (c), the addon with no
+ * credential on the hub, and the hub cannot dial cluster3 at all (its apiserver's port is closed to the
+ * hub node's pods: hack/localenv/blocked-routes.ts), as a cluster behind NAT. The manager, the gateway it
+ * deploys and the agents run as pods from their Deployments.
  */
 import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { apiServiceName, apiServicePath } from '../manager/addon/gateway-deploy/names.ts';
 import { binaryPath, repoRoot } from './localenv/binaries.ts';
-import { defaultNamespace, defaultRelease, installChart } from './localenv/chart.ts';
+import { blockRoute, nodePodRange } from './localenv/blocked-routes.ts';
+import { chartDir, defaultNamespace, defaultRelease, nodeChartValuesFile } from './localenv/chart.ts';
 import { startEnvironment } from './localenv/environment.ts';
+import { type InstallStepEnv, loadInstallSteps, runInstallStep } from './localenv/install-steps.ts';
 import { waitFor } from './localenv/wait.ts';
 
 // CLUSTER_GATEWAY_ENV_DIR: another state folder (e2e/npm-start/real-nodes.test.ts runs `npm start` in one of its own).
@@ -27,14 +33,28 @@ const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
 
 log(`cluster-gateway local environment: state in ${rel(stateDir)}`);
-// No hand-run gateway or addon manager: the chart's manager deploys the gateway. The gateway's credential
-// Secrets for the managed clusters (what OCM's managed-serviceaccount addon provides on a real hub) are
-// still the environment's.
+/**
+ * How each managed cluster is reached: the steps of docs/install.md it gets. cluster1's Secret is its
+ * admin's; its agent (for health) writes none.
+ */
+const ways = {
+  cluster1: ['secret-cluster', 'secret-cluster-addon'],
+  cluster2: ['ocm-cluster'],
+  cluster3: ['tunnel-cluster'],
+} as const;
+type ClusterName = keyof typeof ways;
+/** The cluster the hub cannot dial. */
+const natCluster: ClusterName = 'cluster3';
+// Read first: a document whose steps cannot be extracted fails before anything starts.
+const steps = loadInstallSteps();
+// No hand-run gateway or addon manager and no credential Secret: the chart's manager deploys the gateway,
+// and docs/install.md's steps (below) give it its way into each cluster.
 const env = await startEnvironment({
   stateDir,
   log,
+  managedClusters: Object.keys(ways),
   gateway: false,
-  clusterCredentials: true,
+  clusterCredentials: false,
   nodes: true,
 }).catch((err: Error) => {
   console.error(`\nstart failed: ${err.message}`);
@@ -61,17 +81,47 @@ async function tool(name: 'kubectl' | 'clusteradm', ...args: string[]): Promise<
   }
 }
 
-let stage = 'helm install';
+let stage = 'closing the route from the hub to cluster3';
 let tables = '';
 try {
+  const nat = env.managed.find((c) => c.name === natCluster);
+  if (!nat || !env.images) throw new Error(`the environment has no ${natCluster} or no nodes`);
+  // The gateway pods run on the hub's node: from there, cluster3's apiserver refuses every connection (its
+  // agent, on cluster3's node, still reaches it and the hub). Removed with the pods' bridge at stop.
+  blockRoute(nodePodRange(0), Number(new URL(nat.reachableServer).port));
   log(
-    `[${elapsed()}] helm install ${defaultRelease} charts/cluster-gateway --namespace ${defaultNamespace} --create-namespace (local values: hack/localenv/chart.ts)`,
+    `[${elapsed()}] the hub's pods cannot dial ${natCluster} (${nat.reachableServer}): it is reached through its agent only`,
   );
-  if (!env.images) throw new Error('the environment has no nodes to run the chart');
-  await installChart({ hub: env.hub, images: env.images });
-  stage = 'clusteradm addon enable';
-  log(`[${elapsed()}] clusteradm addon enable --names ${addonName} --clusters ${clusters.join(',')}`);
-  await tool('clusteradm', 'addon', 'enable', '--names', addonName, '--clusters', clusters.join(','));
+
+  // What a user has at hand: the hub's kubeconfig, the chart, a values file (here: the image built here),
+  // and each cluster's admin kubeconfig with the address the hub's pods reach it at.
+  const installDir = path.join(stateDir, 'install');
+  mkdirSync(installDir, { recursive: true });
+  const values = path.join(installDir, 'values.yaml');
+  writeFileSync(values, nodeChartValuesFile(env.images));
+  const hubVars: InstallStepEnv = { KUBECONFIG: env.hub.kubeconfig, CHART: rel(chartDir), VALUES: values };
+  const clusterVars = (c: (typeof env.managed)[number]): InstallStepEnv => {
+    const file = path.join(installDir, `${c.name}.kubeconfig`);
+    const admin = readFileSync(c.kubeconfig, 'utf8');
+    writeFileSync(file, admin.replace(`server: ${c.server}`, `server: ${c.reachableServer}`), {
+      mode: 0o600,
+    });
+    return { ...hubVars, CLUSTER: c.name, CLUSTER_KUBECONFIG: file };
+  };
+  const step = async (name: string, vars: InstallStepEnv) => {
+    const found = steps.get(name);
+    if (!found) throw new Error(`docs/install.md has no install-step ${name}`);
+    stage = `install step ${name}${vars.CLUSTER ? ` (${vars.CLUSTER})` : ''}`;
+    log(`[${elapsed()}] docs/install.md step ${name}${vars.CLUSTER ? ` for ${vars.CLUSTER}` : ''}`);
+    return runInstallStep(found, vars);
+  };
+  await step('helm-install', hubVars);
+  await Promise.all([
+    ...env.managed.map(async (c) => {
+      for (const name of ways[c.name as ClusterName]) await step(name, clusterVars(c));
+    }),
+    step('hub-access', hubVars),
+  ]);
   stage = 'waiting for the addon and the gateway';
   // What is not ready yet, and why (the Available condition's reason and message): the error says it.
   let pending: string[] = [];
@@ -101,17 +151,25 @@ try {
   ).catch((err: Error) => {
     throw new Error(`${err.message}\n  ${pending.join('\n  ')}`);
   });
-  // The aggregator has just marked the APIService Available: the first list may still race discovery.
+  // Every cluster served and healthy: an addon's Available does not wait for its agent's tunnel (the agents
+  // attach once the APIService exists, after a backoff), and the first list may still race discovery.
   const gateways = await waitFor(
-    `kubectl get clustergateways to list ${clusters.join(', ')}`,
+    `kubectl get clustergateways to list ${clusters.join(', ')}, each HEALTHY true`,
     async () => {
       const out = await tool('kubectl', 'get', 'clustergateways');
-      return clusters.every((c) => new RegExp(`^${c}\\s`, 'm').test(out)) ? out : undefined;
+      return clusters.every((c) => new RegExp(`^${c}\\s.*\\strue\\s`, 'm').test(out)) ? out : undefined;
     },
-    { timeoutMs: 30_000, intervalMs: 500 },
+    { timeoutMs: 60_000, intervalMs: 500 },
   );
+  // docs/install.md's check, for every cluster: a ClusterGateway whose proxy answers.
+  await Promise.all(env.managed.map((c) => step('check', clusterVars(c))));
   const addons = await tool('kubectl', 'get', 'managedclusteraddons', '-A');
-  tables = `$ kubectl get managedclusteraddons -A\n${addons.trimEnd()}\n$ kubectl get clustergateways\n${gateways.trimEnd()}`;
+  const wide = await tool('kubectl', 'get', 'clustergateways', '-o', 'wide');
+  tables = [
+    `$ kubectl get managedclusteraddons -A\n${addons.trimEnd()}`,
+    `$ kubectl get clustergateways\n${gateways.trimEnd()}`,
+    `$ kubectl get clustergateways -o wide\n${wide.trimEnd()}`,
+  ].join('\n');
 } catch (err) {
   console.error(`\n${stage} failed: ${(err as Error).message}`);
   console.error(
@@ -122,7 +180,9 @@ try {
 }
 
 const installed = { release: defaultRelease, namespace: defaultNamespace };
-log(`\n[${elapsed()}] ready: the ${addonName} addon is Available on ${clusters.join(', ')}\n`);
+log(
+  `\n[${elapsed()}] ready: installed by docs/install.md's steps; ${clusters.map((c) => `${c} ${ways[c as ClusterName].join(' + ')}`).join(', ')}; the ${addonName} addon Available on ${clusters.join(', ')}\n`,
+);
 log(tables);
 log('\nKubeconfigs:');
 log(`  hub       ${rel(env.hub.kubeconfig)}`);
@@ -131,8 +191,9 @@ log('\nTry:');
 log(`  export KUBECONFIG=${rel(env.hub.kubeconfig)}`);
 log('  kubectl get managedclusters');
 log('  kubectl get clustergateways');
+log('  kubectl get clustergateways -o wide');
 log(
-  '  kubectl get --raw /apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster1/proxy/api/v1/namespaces',
+  `  kubectl get --raw /apis/cluster.core.oam.dev/v1alpha1/clustergateways/${natCluster}/proxy/api/v1/namespaces`,
 );
 log(`  helm status ${installed.release} -n ${installed.namespace}`);
 log(

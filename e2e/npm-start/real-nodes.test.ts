@@ -6,12 +6,14 @@
  * that image, started by kubelets with the chart's and the ManifestWork's securityContext and probes; the APIService
  * and the webhook reach them through their Services' endpoints.
  *
- * Then, as an operator would: cluster2 moved to its agent's tunnel only (its credential removed, the no-credential
- * trust model configured), a gateway pod and an agent pod deleted (their ReplicaSets replace them and the addon
- * stays Available), `kubectl logs -f` and `kubectl exec` through the gateway into real containers on a cluster
- * reached directly and on one reached only through its tunnel, `helm upgrade` to another image tag (a real rollout
- * of every Deployment), `helm uninstall`, and `npm start` stopped with Ctrl-C: nothing it started or changed remains
- * on the machine.
+ * npm start installs by running docs/install.md's own steps (hack/localenv/install-steps.ts), one way in per
+ * cluster: cluster1 by its admin's credential Secret (dialled directly), cluster2 by its agent's hub credential,
+ * cluster3 with no credential on the hub and no route from the hub's pods to its apiserver (a cluster behind NAT).
+ * Checked here: each way as the gateway sees it, the route really closed, a user acting as themselves on cluster3;
+ * then, as an operator would: a gateway pod and an agent pod deleted (their ReplicaSets replace them and the addon
+ * stays Available), `kubectl logs -f` and `kubectl exec` through the gateway into real containers on all three,
+ * `helm upgrade` to another image tag (a real rollout of every Deployment), `helm uninstall`, and `npm start`
+ * stopped with Ctrl-C: nothing it started or changed remains on the machine.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -20,7 +22,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { binaryPath, repoRoot } from '../../hack/localenv/binaries.ts';
-import { chartDir, defaultNamespace, defaultRelease, nodeChartValues } from '../../hack/localenv/chart.ts';
+import { chartDir, defaultNamespace, defaultRelease } from '../../hack/localenv/chart.ts';
 import type { EnvironmentState } from '../../hack/localenv/environment.ts';
 import { hostFootprint } from '../../hack/localenv/host-changes.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
@@ -32,9 +34,13 @@ import { recordWatch, type WatchRecorder } from '../support/watch-recorder.ts';
 const run = promisify(execFile);
 const stateDir = `${e2eStateDir}-nodes`;
 const addon = 'cluster-gateway';
-const clusters = ['cluster1', 'cluster2'] as const;
-/** cluster2 is served through its agent's tunnel only (no credential on the hub, NoCredential trust). */
-const tunnelCluster = 'cluster2';
+const clusters = ['cluster1', 'cluster2', 'cluster3'] as const;
+/** docs/install.md's (c): served through its agent's tunnel only, no credential on the hub, not dialable from it. */
+const tunnelCluster = 'cluster3';
+const credentialNamespace = 'open-cluster-management-credentials';
+const managedBy = 'app.kubernetes.io/managed-by';
+const credentialTypeLabel = 'cluster.core.oam.dev/cluster-credential-type';
+const endpointTypeLabel = 'cluster.core.oam.dev/cluster-endpoint-type';
 const agentNamespace = 'open-cluster-management-agent-addon';
 const addonApi = '/apis/addon.open-cluster-management.io/v1alpha1';
 const mcaPath = (c: string) => `${addonApi}/namespaces/${c}/managedclusteraddons/${addon}`;
@@ -73,6 +79,11 @@ type Pod = KubeObject & {
   };
 };
 type List<T> = { items: T[] };
+type Secret = KubeObject & { data?: Record<string, string> };
+type Gateway = KubeObject & {
+  spec?: { access?: { endpoint?: { type?: string }; credential?: { type?: string } } };
+  status?: { healthy?: boolean };
+};
 
 const availableOf = (obj: Mca | undefined) => obj?.status?.conditions?.find((c) => c.type === 'Available');
 
@@ -183,8 +194,18 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
   });
 
   test('npm start: the manager, two gateway replicas and an agent per cluster run as pods of the image built here, their probes passing', async () => {
-    assert.match(upOutput, /\$ kubectl get managedclusteraddons -A\n.*\ncluster1\s+cluster-gateway\s+True/);
-    assert.match(upOutput, /\$ kubectl get clustergateways\n.*\ncluster1\s.*\btrue\b/);
+    for (const c of clusters) {
+      assert.match(
+        upOutput,
+        new RegExp(`docs/install.md step \\S+ for ${c}`),
+        `npm start ran install steps for ${c}`,
+      );
+      assert.match(
+        upOutput,
+        new RegExp(`\\$ kubectl get managedclusteraddons -A\\n[^$]*\\n${c}\\s+cluster-gateway\\s+True`),
+      );
+      assert.match(upOutput, new RegExp(`\\$ kubectl get clustergateways\\n[^$]*\\n${c}\\s.*\\btrue\\b`));
+    }
     const hubPods = await waitFor(
       'the manager and 2 gateway pods Running and Ready on the hub',
       async () => {
@@ -231,75 +252,89 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
     }
   });
 
-  test('cluster2 moved to its tunnel only: credential removed, NoCredential trust; ClusterProxy and Available True', async () => {
-    // As an operator would: the hub's credential for cluster2 goes, and its agent is configured for the
-    // no-credential trust model (it acts as the hub caller, impersonated on cluster2, with its own token).
-    await hub.delete(`/api/v1/namespaces/open-cluster-management-credentials/secrets/${tunnelCluster}`);
-    await hub.apply(
-      `${addonApi}/namespaces/${defaultNamespace}/addondeploymentconfigs/${tunnelCluster}-tunnel`,
-      {
-        apiVersion: 'addon.open-cluster-management.io/v1alpha1',
-        kind: 'AddOnDeploymentConfig',
-        metadata: { name: `${tunnelCluster}-tunnel`, namespace: defaultNamespace },
-        spec: { customizedVariables: [{ name: 'TUNNEL_TRUST_MODEL', value: 'NoCredential' }] },
-      },
-      'e2e',
+  test("docs/install.md's three ways in: cluster1 by its admin's Secret, cluster2 by its agent's hub credential, cluster3 by no credential and no route from the hub", async () => {
+    const secret = (c: string) => hub.get<Secret>(`/api/v1/namespaces/${credentialNamespace}/secrets/${c}`);
+    const gateway = (c: string) => hub.get<Gateway>(`${proxyPrefix}/${c}`);
+    // (a) the admin's Secret: endpoint, CA and token of the ServiceAccount made on cluster1; dialled directly.
+    const admin = await secret('cluster1');
+    assert.equal(admin.metadata?.labels?.[managedBy], undefined, 'cluster1: not written by an agent');
+    assert.equal(admin.metadata?.labels?.[credentialTypeLabel], 'ServiceAccountToken');
+    assert.deepEqual(Object.keys(admin.data ?? {}).sort(), ['ca.crt', 'endpoint', 'token']);
+    assert.equal(
+      Buffer.from(admin.data!.endpoint!, 'base64').toString(),
+      state.managed.find((m) => m.name === 'cluster1')!.reachableServer,
     );
-    await hub.mergePatch(mcaPath(tunnelCluster), {
-      spec: {
-        configs: [
-          {
-            group: 'addon.open-cluster-management.io',
-            resource: 'addondeploymentconfigs',
-            namespace: defaultNamespace,
-            name: `${tunnelCluster}-tunnel`,
-          },
-        ],
-      },
-    });
-    await waitFor(
-      `${tunnelCluster}: the agent pod of the no-credential trust model Running and Ready`,
-      async () =>
-        (await podsOf(tunnelCluster, agentNamespace)).some(
-          (p) =>
-            running(p) &&
-            (p.spec.containers[0] as { args?: string[] }).args?.includes('--trust-model=no-credential'),
-        ),
-      { timeoutMs: 90_000, intervalMs: 500 },
-    );
-    // The hub holds no credential for it: the agent's Secret says ClusterProxy and carries none.
-    const secret = await waitFor(
-      `the hub Secret of ${tunnelCluster} written by its agent, without a credential`,
-      async () => {
-        const s = await hub.getOptional<KubeObject & { data?: Record<string, string> }>(
-          `/api/v1/namespaces/open-cluster-management-credentials/secrets/${tunnelCluster}`,
-        );
-        return s?.metadata?.labels?.['cluster.core.oam.dev/cluster-endpoint-type'] === 'ClusterProxy'
-          ? s
-          : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
-    );
-    assert.equal(secret.metadata?.labels?.['cluster.core.oam.dev/cluster-credential-type'], undefined);
+    const g1 = await gateway('cluster1');
+    assert.equal(g1.spec?.access?.endpoint?.type, 'Const');
+    assert.equal(g1.spec?.access?.credential?.type, 'ServiceAccountToken');
+    // (b) the agent's Secret: a token it requested, through its tunnel.
+    const agentWritten = await secret('cluster2');
+    assert.equal(agentWritten.metadata?.labels?.[managedBy], 'cluster-gateway-agent');
+    assert.equal(agentWritten.metadata?.labels?.[endpointTypeLabel], 'ClusterProxy');
+    assert.equal(agentWritten.metadata?.labels?.[credentialTypeLabel], 'ServiceAccountToken');
+    assert.ok(agentWritten.data?.token, 'cluster2: the hub holds a token');
+    assert.equal((await gateway('cluster2')).spec?.access?.endpoint?.type, 'ClusterProxy');
+    // (c) nothing on the hub: a ClusterProxy Secret without a credential.
+    const none = await secret(tunnelCluster);
+    assert.equal(none.metadata?.labels?.[endpointTypeLabel], 'ClusterProxy');
+    assert.equal(none.metadata?.labels?.[credentialTypeLabel], undefined);
     assert.deepEqual(
-      Object.keys(secret.data ?? {}).filter((k) => /token|key|cert/i.test(k)),
+      Object.keys(none.data ?? {}).filter((k) => /token|key|cert/i.test(k)),
       [],
-      'no credential in the Secret',
+      `${tunnelCluster}: no credential in the Secret`,
     );
-    await waitFor(
-      `ClusterGateway ${tunnelCluster} served through its tunnel, healthy`,
-      async () => {
-        const cg = await hub.getOptional<
-          KubeObject & {
-            spec?: { access?: { endpoint?: { type?: string } } };
-            status?: { healthy?: boolean };
-          }
-        >(`${proxyPrefix}/${tunnelCluster}`);
-        return cg?.spec?.access?.endpoint?.type === 'ClusterProxy' && cg.status?.healthy === true;
-      },
-      { timeoutMs: 90_000, intervalMs: 500 },
+    const g3 = await gateway(tunnelCluster);
+    assert.equal(g3.spec?.access?.endpoint?.type, 'ClusterProxy');
+    assert.equal(g3.spec?.access?.credential, undefined, `${tunnelCluster}: no credential`);
+    assert.equal(g3.status?.healthy, true);
+    // The hub's pods cannot dial cluster3's apiserver (refused), while cluster1's answers: from a gateway pod.
+    const [gatewayPod] = (
+      await podsOf('hub', defaultNamespace, 'app.kubernetes.io/component=gateway')
+    ).filter(running);
+    assert.ok(gatewayPod, 'a running gateway pod');
+    const dial = (c: string) => {
+      const url = new URL(state.managed.find((m) => m.name === c)!.reachableServer);
+      return `require('net').connect(${Number(url.port)},'${url.hostname}').on('connect',function(){console.log('${c} connected');this.destroy()}).on('error',e=>console.log('${c} '+e.code))`;
+    };
+    const dials = await kubectl(
+      kubeconfigOf('hub'),
+      '-n',
+      defaultNamespace,
+      'exec',
+      gatewayPod.metadata.name,
+      '--',
+      'node',
+      '-e',
+      `${dial('cluster1')};${dial(tunnelCluster)}`,
     );
-    await waitAvailable(tunnelCluster);
+    assert.deepEqual(dials.trim().split('\n').sort(), [
+      'cluster1 connected',
+      `${tunnelCluster} ECONNREFUSED`,
+    ]);
+    // Each answers through the hub.
+    for (const c of clusters) {
+      const ns = await hub.get<KubeObject>(`${proxyPrefix}/${c}/proxy/api/v1/namespaces/default`);
+      assert.equal(ns.metadata?.name, 'default', `${c}: a GET through the gateway`);
+    }
+    // On cluster3 a hub user is themselves (docs/install.md: view for the group platform-team there, the proxy
+    // on the hub): a namespace is readable, Secrets are not, and the refusal is cluster3's.
+    const asUser = ['--as=pat', '--as-group=platform-team'];
+    const readable = await kubectlResult(kubeconfigOf('hub'), [
+      ...asUser,
+      'get',
+      '--raw',
+      `${proxyPrefix}/${tunnelCluster}/proxy/api/v1/namespaces/default`,
+    ]);
+    assert.equal(readable.code, 0, readable.stderr);
+    const refused = await kubectlResult(kubeconfigOf('hub'), [
+      ...asUser,
+      'get',
+      '--raw',
+      `${proxyPrefix}/${tunnelCluster}/proxy/api/v1/namespaces/kube-system/secrets`,
+    ]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /forbidden/i);
+    assert.match(refused.stderr, /"pat"/, `refused as pat on ${tunnelCluster}: ${refused.stderr}`);
   });
 
   test('kubectl logs -f and exec through the gateway reach real containers, directly and through the tunnel', async () => {
@@ -383,7 +418,7 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
     }
   });
 
-  test("the gateway pod holding cluster2's tunnel deleted: replaced; cluster1 never leaves Available, cluster2 is back within 20 s", async () => {
+  test("the gateway pod holding cluster3's tunnel deleted: replaced; cluster1 never leaves Available, cluster3 is back within 20 s", async () => {
     // The worst pod to lose: the replica that holds the tunnel of the cluster reached through it only.
     const wide = await kubectl(
       kubeconfigOf('hub'),
@@ -447,7 +482,7 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
       `[real-nodes] gateway pod ${victim.metadata.name} deleted -> 2 Ready again; ${tunnelCluster} Available True and served ${backIn.toFixed(1)} s later; ${tunnelCluster} showed meanwhile: ${notTrue(tunnelCluster).join(', ') || 'nothing but True'}`,
     );
     assert.deepEqual(notTrue('cluster1'), [], 'cluster1 (reached directly) never leaves Available');
-    // cluster2 is down while its agent moves its tunnel to another replica: said so, and why.
+    // cluster3 is down while its agent moves its tunnel to another replica: said so, and why.
     for (const seen of notTrue(tunnelCluster)) {
       assert.match(seen, /^False\/(TunnelDisconnected|ClusterUnreachableFromGateway)$/);
     }
@@ -498,7 +533,9 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
         chartDir,
         '--namespace',
         defaultNamespace,
-        ...nodeChartValues({ image: retagged }),
+        '--reuse-values',
+        '--set',
+        `image.tag=${tag}`,
         `--kubeconfig=${kubeconfigOf('hub')}`,
       ],
       { timeout: 120_000 },

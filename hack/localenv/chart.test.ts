@@ -7,12 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { addonManagerManifests, managerName, managerNamespace } from './addon-manager.ts';
 import { binaryPath } from './binaries.ts';
-import { chartDir, nodeChartValues } from './chart.ts';
+import { chartDir, nodeChartValues, nodeChartValuesFile } from './chart.ts';
 import { credentialNamespace } from './gateway.ts';
 
 const run = promisify(execFile);
@@ -86,6 +89,21 @@ describe('nodeChartValues', { skip: helmMissing }, () => {
     const manager = managerOf(await render(values));
     assert.equal(manager?.image, 'localhost/cluster-gateway-ts:dev');
     assert.ok(manager?.args.includes('--gateway-replicas=1'));
+  });
+});
+
+describe("nodeChartValuesFile (npm start: the VALUES of docs/install.md's helm step)", {
+  skip: helmMissing,
+}, () => {
+  test("the image built here, never pulled; the credential namespace is the chart's to make", async () => {
+    const file = path.join(tmpdir(), `cg-values-${process.pid}.yaml`);
+    writeFileSync(file, nodeChartValuesFile({ image }));
+    const objects = await render(['--values', file]);
+    const manager = managerOf(objects);
+    assert.equal(manager?.image, image);
+    assert.equal(manager?.imagePullPolicy, 'Never');
+    assert.ok(manager?.args.includes('--gateway-image-pull-policy=Never'), manager?.args.join(' '));
+    assert.ok(objects.some((o) => o.kind === 'Namespace' && o.metadata.name === credentialNamespace));
   });
 });
 

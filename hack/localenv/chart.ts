@@ -11,6 +11,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { stringify } from 'yaml';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { binaryPath, repoRoot } from './binaries.ts';
 import { type BuiltImages, imageValues } from './images.ts';
@@ -46,6 +47,19 @@ export function nodeChartValues(images: Pick<BuiltImages, 'image'>, overrides: s
     ...overrides,
   ];
   return set.flatMap((s) => ['--set', s]);
+}
+
+/**
+ * The same local values as a values file, for `npm start`, which installs the chart with docs/install.md's own
+ * helm step (its VALUES): the image built here and the log levels, and nothing about namespaces (the chart
+ * creates the credential namespace there, as on a user's hub: the environment writes no credential).
+ */
+export function nodeChartValuesFile(images: Pick<BuiltImages, 'image'>): string {
+  return stringify({
+    image: { ...imageValues(images.image), pullPolicy: 'Never' },
+    manager: { logLevel: 'debug' },
+    gateway: { logLevel: 'debug', healthCheck: { intervalSeconds: 2 } },
+  });
 }
 
 /** Runs the helm that hack/install-binaries.sh built against `kubeconfig`; its stdout. */

@@ -20,6 +20,10 @@ import { Supervisor } from './supervisor.ts';
 export interface EnvironmentOptions {
   /** Where kubeconfigs, certificates, logs and etcd data go; wiped at start. */
   stateDir: string;
+  /**
+   * Default cluster1 and cluster2 (the e2e suite); `npm start` adds cluster3. Each gets a kube-apiserver, a
+   * node (with `nodes`: its pods in 10.244.<index + 2>.0/24) and the OCM join.
+   */
   managedClusters?: string[];
   /** Start the ClusterGateway aggregated API server (default true). */
   gateway?: boolean;
@@ -27,7 +31,8 @@ export interface EnvironmentOptions {
   gatewayArgs?: string[];
   /**
    * Without the gateway: still write the credential namespace and a credential Secret per managed
-   * cluster (gateway.ts), for a gateway installed later (`npm start` installs the chart).
+   * cluster (gateway.ts), for a gateway installed later (the benchmarks install the chart). `npm start`
+   * writes none: docs/install.md's steps give the gateway its way into each cluster.
    */
   clusterCredentials?: boolean;
   /**
