@@ -42,7 +42,7 @@ RUN node manager/addon/main.ts --help > /dev/null \
  && chmod -R a+rX /app/.cache/node-compile-cache
 
 FROM ${NODE_IMAGE}
-LABEL org.opencontainers.image.source="https://github.com/oam-dev/cluster-gateway" \
+LABEL org.opencontainers.image.source="https://github.com/oam-dev/cluster-gateway-ts" \
       org.opencontainers.image.description="cluster-gateway: addon manager, gateway and agent" \
       org.opencontainers.image.licenses="Apache-2.0"
 # npm and corepack are not needed at run time: fewer files, fewer CVEs to track.
