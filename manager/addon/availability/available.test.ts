@@ -160,6 +160,14 @@ const table: {
       /its tunnel to the cluster gateway is not connected.*endpoint type ClusterProxy.*cannot attach the tunnel/,
   },
   {
+    name: 'the gateway serves no ClusterGateway of the cluster (no credential, no tunnel yet)',
+    change: { gateway: { state: 'absent' } },
+    status: 'False',
+    reason: 'ClusterNotServedByGateway',
+    message:
+      /does not serve cluster1 yet: it has no credential Secret for it and no tunnel.*TUNNEL_TRUST_MODEL.*docs\/install\.md/,
+  },
+  {
     name: 'gateway cannot reach the cluster',
     change: { gateway: { state: 'unhealthy', reason: 'connect ECONNREFUSED 127.0.0.1:6443' } },
     status: 'False',

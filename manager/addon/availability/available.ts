@@ -31,6 +31,11 @@ export type HeartbeatObservation =
 export type GatewayObservation =
   /** The clustergateways API is not served (gateway not installed) or did not answer: not held against the agent. */
   | { state: 'unknown' }
+  /**
+   * The API is served and lists no ClusterGateway of this cluster: the gateway has no way into it yet
+   * (no credential Secret, no tunnel of a Secret-less cluster).
+   */
+  | { state: 'absent' }
   | { state: 'healthy' }
   | { state: 'unhealthy'; reason: string }
   /** The cluster is reached through its agent's tunnel only (endpoint type ClusterProxy), and it is down. */
@@ -72,6 +77,7 @@ export const availableReasons = [
   'HeartbeatLeaseNotFound',
   'WaitingForFirstHeartbeat',
   'HeartbeatStale',
+  'ClusterNotServedByGateway',
   'TunnelDisconnected',
   'ClusterUnreachableFromGateway',
   'AgentAvailable',
@@ -174,6 +180,16 @@ export function computeAvailable(o: HealthObservations): ConditionVerdict {
 
   // Heartbeats come through the hub, the tunnel through the aggregator to the gateway: an agent can do
   // the first and not the second (its attach refused, the gateway down), and then nobody reaches the cluster.
+  // Not served at all: an agent alone is no way in. With a trust model (the chart's default) its agent writes
+  // the credential Secret and attaches its tunnel within seconds of its first heartbeat; without one, an
+  // admin's Secret is the only way in (docs/install.md, step 2).
+  if (o.gateway.state === 'absent') {
+    return verdict(
+      'False',
+      'ClusterNotServedByGateway',
+      `the agent on ${o.cluster} is running, but the cluster gateway does not serve ${o.cluster} yet: it has no credential Secret for it and no tunnel of a Secret-less cluster. With TUNNEL_TRUST_MODEL HubCredential or NoCredential the agent provides them within seconds (if this stays, see its log on ${o.cluster}, Deployment ${o.agentDeployment}); with none, write the cluster's credential Secret (docs/install.md, step 2). kubectl get clustergateway ${o.cluster}`,
+    );
+  }
   if (o.gateway.state === 'tunnel-disconnected') {
     return verdict(
       'False',

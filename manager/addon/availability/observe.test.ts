@@ -46,4 +46,7 @@ test('observeGateway: the tunnel of a ClusterProxy cluster down is its own state
       state: 'unknown',
     },
   );
+  // Served, and no ClusterGateway of the cluster: the gateway has no way in; not served: no opinion.
+  assert.deepEqual(observeGateway(undefined, true), { state: 'absent' });
+  assert.deepEqual(observeGateway(undefined, false), { state: 'unknown' });
 });

@@ -123,7 +123,8 @@ export function observeGateway(
   gateway: ClusterGatewayView | undefined,
   apiServed: boolean,
 ): GatewayObservation {
-  if (!apiServed || !gateway) return { state: 'unknown' };
+  if (!apiServed) return { state: 'unknown' };
+  if (!gateway) return { state: 'absent' };
   // A tunnel-only cluster (ClusterProxy) whose tunnel is down: its own reason, before any health.
   if (
     gateway.spec?.access?.endpoint?.type === 'ClusterProxy' &&
