@@ -9,12 +9,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { accessSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { binaryPath, repoRoot } from '../hack/localenv/binaries.ts';
 import { chartCrdDir, crdFiles, sourceCrdDir } from '../hack/sync-chart-crds.ts';
 import { gatewayNames } from '../manager/addon/gateway-deploy/names.ts';
 import { gatewayRbac } from '../manager/addon/gateway-deploy/rbac.ts';
@@ -25,17 +24,9 @@ import {
   agentHubRole,
 } from '../manager/addon/registration/hub-permissions.ts';
 
+import { chart, helm, helmMissing } from './chart-under-test.ts';
+
 const run = promisify(execFile);
-const chart = path.join(repoRoot, 'charts', 'cluster-gateway');
-const helm = binaryPath('helm');
-const helmMissing = (() => {
-  try {
-    accessSync(helm);
-    return false;
-  } catch {
-    return `helm is not built (${helm}): run npm run binaries`;
-  }
-})();
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are read field by field.
 type Manifest = any;

@@ -6,13 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { accessSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { binaryPath, repoRoot } from '../hack/localenv/binaries.ts';
 import { clusterManagementAddOn } from '../manager/addon/cma/cluster-management-addon.ts';
 import { defineAddon } from '../manager/addon/core/addon.ts';
 import { agentDeployment, ocmImagePullSecret } from '../manager/addon/deploy/agent-manifests.ts';
@@ -20,17 +19,9 @@ import { gatewayNames } from '../manager/addon/gateway-deploy/names.ts';
 import { deployment as gatewayDeployment, labelsOf } from '../manager/addon/gateway-deploy/workload.ts';
 import { type AddonManagerOptions, parseOptions } from '../manager/addon/options.ts';
 
+import { chart, helm, helmMissing } from './chart-under-test.ts';
+
 const run = promisify(execFile);
-const chart = path.join(repoRoot, 'charts', 'cluster-gateway');
-const helm = binaryPath('helm');
-const helmMissing = (() => {
-  try {
-    accessSync(helm);
-    return false;
-  } catch {
-    return `helm is not built (${helm}): run npm run binaries`;
-  }
-})();
 
 // biome-ignore lint/suspicious/noExplicitAny: rendered manifests are read field by field.
 type Manifest = any;

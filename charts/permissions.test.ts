@@ -7,12 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { accessSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { binaryPath, repoRoot } from '../hack/localenv/binaries.ts';
+import { repoRoot } from '../hack/localenv/binaries.ts';
 import { gatewayNames } from '../manager/addon/gateway-deploy/names.ts';
 import { gatewayRbac } from '../manager/addon/gateway-deploy/rbac.ts';
 import {
@@ -24,18 +24,10 @@ import {
   sensitive,
 } from './broad-grants.ts';
 
+import { chart, helm, helmMissing } from './chart-under-test.ts';
+
 const run = promisify(execFile);
-const chart = path.join(repoRoot, 'charts', 'cluster-gateway');
 const docs = path.join(repoRoot, 'docs', 'install.md');
-const helm = binaryPath('helm');
-const helmMissing = (() => {
-  try {
-    accessSync(helm);
-    return false;
-  } catch {
-    return `helm is not built (${helm}): run npm run binaries`;
-  }
-})();
 const releaseNamespace = 'cg-system';
 
 interface RoleObject {
