@@ -12,27 +12,28 @@
  * Checked here: each way as the gateway sees it, the route really closed, a user acting as themselves on cluster3;
  * then, as an operator would: a gateway pod and an agent pod deleted (their ReplicaSets replace them and the addon
  * stays Available), `kubectl logs -f` and `kubectl exec` through the gateway into real containers on all three,
- * `helm upgrade` to another image tag (a real rollout of every Deployment), `helm uninstall`, and `npm start`
- * stopped with Ctrl-C: nothing it started or changed remains on the machine.
+ * `helm upgrade` to another image tag (a real rollout of every Deployment) and `helm uninstall`. npm start itself
+ * runs in e2e/npm-start/setup.ts, for all files here; this one ends with the uninstall, so it runs last (the files
+ * run in the order of their names), and setup.ts's teardown stops npm start with Ctrl-C and fails the suite if
+ * anything it started or changed remains on the machine.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { binaryPath, repoRoot } from '../../hack/localenv/binaries.ts';
+import { binaryPath } from '../../hack/localenv/binaries.ts';
 import { chartDir, defaultNamespace, defaultRelease } from '../../hack/localenv/chart.ts';
 import type { EnvironmentState } from '../../hack/localenv/environment.ts';
-import { hostFootprint } from '../../hack/localenv/host-changes.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
 import { KubeClient, type KubeObject } from '../../shared/kube/client.ts';
-import { e2eStateDir } from '../support/environment.ts';
 import { kubectl, kubectlResult } from '../support/kubectl.ts';
 import { recordWatch, type WatchRecorder } from '../support/watch-recorder.ts';
+import { npmStartOutput, npmStartState, npmStartStateDir } from './environment.ts';
 
 const run = promisify(execFile);
-const stateDir = `${e2eStateDir}-nodes`;
+const stateDir = npmStartStateDir;
 const addon = 'cluster-gateway';
 const clusters = ['cluster1', 'cluster2', 'cluster3'] as const;
 /** docs/install.md's (c): served through its agent's tunnel only, no credential on the hub, not dialable from it. */
@@ -90,14 +91,11 @@ const availableOf = (obj: Mca | undefined) => obj?.status?.conditions?.find((c) 
 describe('real nodes: npm start runs the image on real kubelets, installed with helm as users do', {
   concurrency: false,
 }, () => {
-  let up: ChildProcess | undefined;
   let upOutput = '';
-  let upExit: Promise<number | null> = Promise.resolve(null);
   let state: EnvironmentState;
   const clients = new Map<string, KubeClient>();
   let hub: KubeClient;
   let recorder: WatchRecorder<Mca> | undefined;
-  const footprintBefore = hostFootprint(stateDir);
   const client = (c: string) => clients.get(c)!;
   const kubeconfigOf = (c: string) =>
     (c === 'hub' ? state.hub : state.managed.find((m) => m.name === c)!).kubeconfig;
@@ -148,34 +146,9 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
     ]);
 
   before(async () => {
-    // `npm start` as users run it (its prestart has run: `npm test` runs the same install scripts first).
-    up = spawn(process.execPath, [path.join(repoRoot, 'hack', 'local-up.ts')], {
-      cwd: repoRoot,
-      env: { ...process.env, CLUSTER_GATEWAY_ENV_DIR: stateDir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const child = up;
-    upExit = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-    for (const stream of [child.stdout, child.stderr]) {
-      stream?.setEncoding('utf8').on('data', (chunk: string) => {
-        upOutput += chunk;
-        process.stderr.write(chunk.replace(/^(?=.)/gm, '[npm start] '));
-      });
-    }
-    let exited = false;
-    void upExit.then(() => {
-      exited = true;
-    });
-    const started = Date.now();
-    await waitFor('npm start to print "ready"', () => / ready: /.test(upOutput), {
-      timeoutMs: 300_000,
-      intervalMs: 250,
-      failFast: () => {
-        if (exited) throw new Error(`npm start exited before it was ready:\n${upOutput}`);
-      },
-    });
-    console.log(`[real-nodes] npm start ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    state = JSON.parse(readFileSync(path.join(stateDir, 'environment.json'), 'utf8')) as EnvironmentState;
+    // npm start itself runs in the global setup (setup.ts), for every file of e2e/npm-start/.
+    upOutput = npmStartOutput();
+    state = npmStartState();
     for (const c of [state.hub, ...state.managed])
       clients.set(c.name, await KubeClient.fromKubeconfig(c.kubeconfig));
     hub = client('hub');
@@ -187,10 +160,6 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
   after(async () => {
     await recorder?.stop();
     for (const c of clients.values()) c.close();
-    if (up && up.exitCode === null && up.signalCode === null) {
-      up.kill('SIGINT');
-      await upExit;
-    }
   });
 
   test('npm start: the manager, two gateway replicas and an agent per cluster run as pods of the image built here, their probes passing', async () => {
@@ -606,21 +575,5 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
       },
     );
     assert.equal(await hub.getOptional(apiServicePath), undefined);
-  });
-
-  test('npm start stopped with Ctrl-C: no process, mount, iptables chain, bridge, cgroup or sysctl of it remains', async () => {
-    await recorder?.stop();
-    for (const c of clients.values()) c.close();
-    up?.kill('SIGINT');
-    const code = await upExit;
-    assert.equal(code, 130, `npm start exits 130 after Ctrl-C:\n${upOutput.slice(-2000)}`);
-    const now = hostFootprint(stateDir);
-    assert.deepEqual(now.processes, [], 'processes');
-    assert.deepEqual(now.mounts, footprintBefore.mounts, 'mounts');
-    assert.deepEqual(now.chains, footprintBefore.chains, 'iptables chains');
-    assert.equal(now.bridge, footprintBefore.bridge, 'the pods bridge');
-    assert.deepEqual(now.cgroups, footprintBefore.cgroups, 'cgroups');
-    assert.deepEqual(now.sysctls, footprintBefore.sysctls, 'sysctls');
-    assert.deepEqual(now.paths, footprintBefore.paths, 'fixed paths');
   });
 });

@@ -165,3 +165,28 @@ test("a cluster's proxy-url is read, is part of the fingerprint, and must be an 
   );
   assert.throws(() => loadKubeconfig(path.join(d, 'bad')), /proxy-url is not a URL/);
 });
+
+test("a context other than the current one (kubectl's --context), and a clear error for one that does not exist", () => {
+  const d = dir({
+    kc: JSON.stringify({
+      'current-context': 'a',
+      contexts: [
+        { name: 'a', context: { cluster: 'ca', user: 'u' } },
+        { name: 'b', context: { cluster: 'cb', user: 'u' } },
+      ],
+      clusters: [
+        { name: 'ca', cluster: { server: 'https://a:6443' } },
+        { name: 'cb', cluster: { server: 'https://b:6443' } },
+      ],
+      users: [{ name: 'u', user: { token: 't' } }],
+    }),
+  });
+  const file = path.join(d, 'kc');
+  assert.equal(loadKubeconfig(file).server, 'https://a:6443');
+  assert.equal(loadKubeconfig(file, undefined, 'b').server, 'https://b:6443');
+  assert.throws(
+    () => loadKubeconfig(file, undefined, 'nosuch'),
+    (err: unknown) =>
+      err instanceof KubeconfigError && /no context "nosuch" \(it has: a, b\)/.test(err.message),
+  );
+});

@@ -103,7 +103,12 @@ interface Defined<T> {
  * client-go merges KUBECONFIG: the first file that defines a name wins, the
  * first non-empty current-context wins, and a file that does not exist is skipped.
  */
-export function loadKubeconfig(files: string | string[], readFile: ReadFile = readText): Connection {
+export function loadKubeconfig(
+  files: string | string[],
+  readFile: ReadFile = readText,
+  /** kubectl's --context: this context instead of the current one. */
+  contextOverride?: string,
+): Connection {
   const list = typeof files === 'string' ? [files] : files;
   const clusters = new Map<string, Defined<ClusterEntry>>();
   const users = new Map<string, Defined<UserEntry>>();
@@ -125,8 +130,14 @@ export function loadKubeconfig(files: string | string[], readFile: ReadFile = re
   const where = list.join(path.delimiter);
   if (read === 0) throw new KubeconfigError(`none of the kubeconfig files ${where} exists`);
   // client-go uses the only context when none is current; so does kubectl.
-  const contextName = currentContext ?? (contexts.size === 1 ? [...contexts.keys()][0] : undefined);
+  const contextName =
+    contextOverride || (currentContext ?? (contexts.size === 1 ? [...contexts.keys()][0] : undefined));
   const context = contextName === undefined ? undefined : contexts.get(contextName)?.value;
+  if (!context && contextOverride) {
+    throw new KubeconfigError(
+      `kubeconfig ${where}: no context "${contextOverride}" (it has: ${[...contexts.keys()].join(', ') || 'none'})`,
+    );
+  }
   if (!context) throw new KubeconfigError(`kubeconfig ${where}: no current context`);
   const cluster = context.cluster === undefined ? undefined : clusters.get(context.cluster);
   if (!cluster?.value.server) {
