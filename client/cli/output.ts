@@ -137,3 +137,25 @@ export function formatTable(headers: string[], rows: string[][]): string {
     .map((line) => `${line}\n`)
     .join('');
 }
+
+/** An age as kubectl prints it (k8s.io/apimachinery duration.HumanDuration): 45s, 2m3s, 45m, 5h3m, 2d4h, 400d. */
+export function humanAge(totalSeconds: number): string {
+  if (!Number.isFinite(totalSeconds) || totalSeconds < -1) return '<invalid>';
+  const s = Math.max(0, Math.floor(totalSeconds));
+  if (s < 120) return `${s}s`;
+  const minutes = Math.floor(s / 60);
+  if (minutes < 10) return s % 60 === 0 ? `${minutes}m` : `${minutes}m${s % 60}s`;
+  if (minutes < 180) return `${minutes}m`;
+  const hours = Math.floor(s / 3600);
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
+  if (hours < 48) return `${hours}h`;
+  if (hours < 24 * 8)
+    return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
+  const years = Math.floor(hours / 24 / 365);
+  if (hours < 24 * 365 * 8) {
+    const days = Math.floor(hours / 24) % 365;
+    return days === 0 ? `${years}y` : `${years}y${days}d`;
+  }
+  return `${years}y`;
+}

@@ -30,6 +30,7 @@ import { waitFor } from '../../hack/localenv/wait.ts';
 import { KubeClient, type KubeObject } from '../../shared/kube/client.ts';
 import { kubectl, kubectlResult } from '../support/kubectl.ts';
 import { recordWatch, type WatchRecorder } from '../support/watch-recorder.ts';
+import { describeRun, doctor, firstFails, firstFailure, scale } from './doctor-run.ts';
 import { npmStartOutput, npmStartState, npmStartStateDir } from './environment.ts';
 
 const run = promisify(execFile);
@@ -48,6 +49,8 @@ const mcaPath = (c: string) => `${addonApi}/namespaces/${c}/managedclusteraddons
 const apiServicePath = '/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.core.oam.dev';
 const proxyPrefix = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways';
 const workspace = 'cg-real-nodes';
+const gatewaySelector = 'app.kubernetes.io/component=gateway';
+const managerSelector = 'app.kubernetes.io/component=addon-manager';
 
 type Condition = { type: string; status: string; reason?: string; message?: string };
 type Mca = KubeObject & { status?: { conditions?: Condition[] } };
@@ -257,9 +260,7 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
     assert.equal(g3.spec?.access?.credential, undefined, `${tunnelCluster}: no credential`);
     assert.equal(g3.status?.healthy, true);
     // The hub's pods cannot dial cluster3's apiserver (refused), while cluster1's answers: from a gateway pod.
-    const [gatewayPod] = (
-      await podsOf('hub', defaultNamespace, 'app.kubernetes.io/component=gateway')
-    ).filter(running);
+    const [gatewayPod] = (await podsOf('hub', defaultNamespace, gatewaySelector)).filter(running);
     assert.ok(gatewayPod, 'a running gateway pod');
     const dial = (c: string) => {
       const url = new URL(state.managed.find((m) => m.name === c)!.reachableServer);
@@ -399,9 +400,7 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
       '--no-headers',
     );
     const holder = wide.trim().split(/\s+/).at(-1) ?? '';
-    const gateways = (await podsOf('hub', defaultNamespace, 'app.kubernetes.io/component=gateway')).filter(
-      running,
-    );
+    const gateways = (await podsOf('hub', defaultNamespace, gatewaySelector)).filter(running);
     const victim = gateways.find((p) => p.metadata.name === holder);
     assert.ok(
       victim,
@@ -420,9 +419,7 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
     const replacement = await waitFor(
       'a new gateway pod Running and Ready',
       async () => {
-        const pods = (await podsOf('hub', defaultNamespace, 'app.kubernetes.io/component=gateway')).filter(
-          running,
-        );
+        const pods = (await podsOf('hub', defaultNamespace, gatewaySelector)).filter(running);
         return pods.length === 2 && pods.every((p) => p.metadata.name !== victim.metadata.name)
           ? pods
           : undefined;
@@ -552,6 +549,26 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
         intervalMs: 500,
       });
     }
+    // On the way out, two faults `cluster-gateway doctor` must name first, at no cost of repair: the gateway stopped
+    // (the manager stopped too, or it would scale the gateway back within a second), then, after the uninstall,
+    // the APIService gone.
+    await scale(hub, defaultNamespace, managerSelector, 0);
+    await waitFor(
+      'no manager pod left',
+      async () => (await podsOf('hub', defaultNamespace, managerSelector)).length === 0,
+      { timeoutMs: 40_000, intervalMs: 250 },
+    );
+    await scale(hub, defaultNamespace, 'cluster-gateway', 0);
+    await waitFor(
+      'no gateway pod running',
+      async () => (await podsOf('hub', defaultNamespace, gatewaySelector)).filter(running).length === 0,
+      { timeoutMs: 40_000, intervalMs: 250 },
+    );
+    const gatewayStopped = await doctor(['cluster1'], kubeconfigOf('hub'));
+    assert.ok(firstFails('gateway-pods-ready')(gatewayStopped), describeRun(gatewayStopped));
+    assert.match(firstFailure(gatewayStopped)?.message ?? '', /scaled to 0 replicas/);
+    assert.equal(firstFailure(gatewayStopped)?.object, `deployment ${defaultNamespace}/cluster-gateway`);
+    assert.equal(gatewayStopped.checks.find((c) => c.name === 'manager-leader')?.result, 'fail');
     await run(
       binaryPath('helm'),
       [
@@ -575,5 +592,8 @@ describe('real nodes: npm start runs the image on real kubelets, installed with 
       },
     );
     assert.equal(await hub.getOptional(apiServicePath), undefined);
+    const apiServiceGone = await doctor(['cluster1'], kubeconfigOf('hub'));
+    assert.ok(firstFails('apiservice-exists')(apiServiceGone), describeRun(apiServiceGone));
+    assert.match(firstFailure(apiServiceGone)?.message ?? '', /does not exist/);
   });
 });
