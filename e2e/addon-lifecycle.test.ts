@@ -7,9 +7,9 @@
  *
  * A recorder watches every ManagedClusterAddOn of ours through `clusteradm
  * addon enable` on both clusters, disable/enable cycles on cluster2, an
- * agent killed while its node is stopped and restarted by its kubelet, a stop
- * and start of cluster1's kube-apiserver, the manager's container killed and
- * restarted by the hub's kubelet, a switch to OCM's Lease health mode and back
+ * agent killed while its node is stopped and restarted by its kubelet, the
+ * manager's container killed and restarted by the hub's kubelet, a stop and
+ * start of cluster1's kube-apiserver, a switch to OCM's Lease health mode and back
  * (a rollout of the manager's Deployment each), and install strategy
  * Placements (OCM's placement scheduler and addon manager); then asserts on
  * every status it saw and prints the timeline.
@@ -276,6 +276,67 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
   const envPid = (what: string, match: (args: string[]) => boolean) =>
     environmentPid(e2eStateDir, what, match);
 
+  /**
+   * The kube-apiserver test starts from a settled state. The agent restarted by the test before renews its
+   * heartbeat before its readiness probe passes, and the work agent copies the Deployment's status to the
+   * hub from its own cache every 10 s (OCM's work agent, --status-sync-interval): a hub-side 'available' can
+   * be the value from before that restart, with 'unavailable' still in the work agent's cache, ready to be
+   * reported once that test has frozen the apiserver (it was, in one CI run). So: the Deployment available on
+   * cluster1 itself, and its feedback available on the hub, both without a break through one whole sync
+   * period. Watched in the background from the end of the agent test, through the manager test (which
+   * leaves cluster1's agent alone), so that the wait mostly overlaps it.
+   */
+  let feedbackSettling: ReturnType<typeof settleFeedback> | undefined;
+  function settleFeedback() {
+    const [deployNamespace, deployName] = agentDeployment.split('/') as [string, string];
+    const statusSyncMs = 10_000;
+    let availableSince: number | undefined;
+    let stopped = false;
+    const availableOnCluster1 = async () => {
+      const d = await spoke('cluster1').get<{
+        metadata: { generation?: number };
+        spec?: { replicas?: number };
+        status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number };
+      }>(`/apis/apps/v1/namespaces/${deployNamespace}/deployments/${deployName}`);
+      const want = d.spec?.replicas ?? 1;
+      return (
+        d.status?.observedGeneration === d.metadata.generation &&
+        d.status?.availableReplicas === want &&
+        d.status?.updatedReplicas === want
+      );
+    };
+    const availableInFeedback = async () => {
+      const work = await hub.getOptional<NonNullable<Parameters<typeof observeDeployment>[0]>>(
+        workPath('cluster1'),
+      );
+      return observeDeployment(work, deployNamespace, deployName).state === 'available';
+    };
+    void (async () => {
+      while (!stopped) {
+        const both = await Promise.all([availableOnCluster1(), availableInFeedback()]).then(
+          ([onCluster1, inFeedback]) => onCluster1 && inFeedback,
+          () => false,
+        );
+        if (stopped) break;
+        if (both) availableSince ??= Date.now();
+        else availableSince = undefined;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    return {
+      settled: () =>
+        waitFor(
+          "cluster1's agent Deployment available on cluster1 and in the ManifestWork's feedback for a whole status sync period",
+          () => availableSince !== undefined && Date.now() - availableSince > statusSyncMs + 1_000,
+          { timeoutMs: 60_000, intervalMs: 200 },
+        ),
+      /** Ends the polling (before cluster1's kube-apiserver is frozen: a request to it would hang). */
+      stop: () => {
+        stopped = true;
+      },
+    };
+  }
+
   before(async () => {
     hub = await hubClient();
     const env = environmentState();
@@ -300,6 +361,7 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
   });
 
   after(async () => {
+    feedbackSettling?.stop();
     for (const pid of frozen) thaw(pid);
     await recorder?.stop();
     // Leave the environment as found: no Placement deciding our addon (OCM would enable it again), the
@@ -462,78 +524,8 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     assert.ok(down <= 15, `False within 15 s of the kill (${down} s)`);
     assert.ok(up <= 10, `True within 10 s of the restart (${up} s)`);
     assert.equal(reason?.reason, 'HeartbeatStale');
-  });
-
-  test("cluster1's kube-apiserver stopped: Available False with its cause; started: True again", async () => {
-    // Start from a settled state. The agent restarted by the test before renews its heartbeat before its
-    // readiness probe passes, and the work agent copies the Deployment's status to the hub from its own
-    // cache every 10 s (OCM's work agent, --status-sync-interval): a hub-side 'available' can be the value
-    // from before that restart, with 'unavailable' still in the work agent's cache, ready to be reported
-    // once this test has frozen the apiserver (it was, in one CI run). So: the Deployment available on
-    // cluster1 itself first, then its feedback available on the hub through one whole sync period after.
-    const [deployNamespace, deployName] = agentDeployment.split('/') as [string, string];
-    await waitFor(
-      "cluster1's agent Deployment available on cluster1",
-      async () => {
-        const d = await spoke('cluster1').get<{
-          metadata: { generation?: number };
-          spec?: { replicas?: number };
-          status?: { observedGeneration?: number; availableReplicas?: number; updatedReplicas?: number };
-        }>(`/apis/apps/v1/namespaces/${deployNamespace}/deployments/${deployName}`);
-        const want = d.spec?.replicas ?? 1;
-        return (
-          d.status?.observedGeneration === d.metadata.generation &&
-          d.status?.availableReplicas === want &&
-          d.status?.updatedReplicas === want
-        );
-      },
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
-    const statusSyncMs = 10_000;
-    let availableSince: number | undefined;
-    await waitFor(
-      "the agent Deployment available in the ManifestWork's feedback for a whole status sync period",
-      async () => {
-        const work = await hub.getOptional<NonNullable<Parameters<typeof observeDeployment>[0]>>(
-          workPath('cluster1'),
-        );
-        if (observeDeployment(work, deployNamespace, deployName).state !== 'available') {
-          availableSince = undefined;
-          return false;
-        }
-        availableSince ??= Date.now();
-        return Date.now() - availableSince > statusSyncMs + 1_000;
-      },
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
-    const pid = envPid(
-      "cluster1's kube-apiserver",
-      (args) => !!args[0]?.endsWith('kube-apiserver') && args.includes('--etcd-prefix=/cluster1'),
-    );
-    const stoppedAt = recorder.mark(`cluster1 kube-apiserver stopped (SIGSTOP pid ${pid})`);
-    freeze(pid);
-    let falseAt: number;
-    try {
-      falseAt = await waitAvailable('cluster1', (a) => a.status === 'False', 'Available False', 40_000);
-    } finally {
-      thaw(pid);
-    }
-    const startedAt = recorder.mark(`cluster1 kube-apiserver started (SIGCONT pid ${pid})`);
-    await waitFor('cluster1 kube-apiserver /readyz', async () => {
-      await spoke('cluster1').request('GET', '/readyz');
-      return true;
-    });
-    const trueAt = await waitAvailable('cluster1', agentAvailable, 'Available True again', 40_000);
-    const cause = recorder
-      .between('cluster1', stoppedAt, startedAt)
-      .find((s) => s.available?.status === 'False');
-    console.log(
-      `[lifecycle] apiserver stopped -> False (${cause?.available?.reason}: ${cause?.available?.message}) ${seconds(falseAt - stoppedAt)} s; started -> True ${seconds(trueAt - startedAt)} s`,
-    );
-    assert.ok(cause?.available?.message, 'the False names its cause');
-    // Whichever is seen first: the gateway's probe failing, or the agent skipping its heartbeat while its
-    // kube-apiserver's /readyz fails. Never a reason that blames the agent's Deployment or the work.
-    assert.match(cause?.available?.reason ?? '', /^(ClusterUnreachableFromGateway|HeartbeatStale)$/);
+    // The kube-apiserver test needs cluster1 settled after this restart: that runs meanwhile.
+    feedbackSettling = settleFeedback();
   });
 
   test('the manager killed and restarted by its kubelet: no status flaps, and it manages again', async () => {
@@ -566,6 +558,42 @@ describe('addon lifecycle: the Available a watcher sees, from enable to Lease mo
     );
     const flaps = recorder.between('cluster1', killedAt).filter((s) => s.available?.status !== 'True');
     assert.deepEqual(flaps, [], "cluster1's Available never left True while the manager was down");
+  });
+
+  test("cluster1's kube-apiserver stopped: Available False with its cause; started: True again", async () => {
+    // Start from a settled state (feedbackSettling): begun when the agent test before came back, it ran
+    // while the manager test did.
+    feedbackSettling ??= settleFeedback();
+    await feedbackSettling.settled();
+    feedbackSettling.stop();
+    const pid = envPid(
+      "cluster1's kube-apiserver",
+      (args) => !!args[0]?.endsWith('kube-apiserver') && args.includes('--etcd-prefix=/cluster1'),
+    );
+    const stoppedAt = recorder.mark(`cluster1 kube-apiserver stopped (SIGSTOP pid ${pid})`);
+    freeze(pid);
+    let falseAt: number;
+    try {
+      falseAt = await waitAvailable('cluster1', (a) => a.status === 'False', 'Available False', 40_000);
+    } finally {
+      thaw(pid);
+    }
+    const startedAt = recorder.mark(`cluster1 kube-apiserver started (SIGCONT pid ${pid})`);
+    await waitFor('cluster1 kube-apiserver /readyz', async () => {
+      await spoke('cluster1').request('GET', '/readyz');
+      return true;
+    });
+    const trueAt = await waitAvailable('cluster1', agentAvailable, 'Available True again', 40_000);
+    const cause = recorder
+      .between('cluster1', stoppedAt, startedAt)
+      .find((s) => s.available?.status === 'False');
+    console.log(
+      `[lifecycle] apiserver stopped -> False (${cause?.available?.reason}: ${cause?.available?.message}) ${seconds(falseAt - stoppedAt)} s; started -> True ${seconds(trueAt - startedAt)} s`,
+    );
+    assert.ok(cause?.available?.message, 'the False names its cause');
+    // Whichever is seen first: the gateway's probe failing, or the agent skipping its heartbeat while its
+    // kube-apiserver's /readyz fails. Never a reason that blames the agent's Deployment or the work.
+    assert.match(cause?.available?.reason ?? '', /^(ClusterUnreachableFromGateway|HeartbeatStale)$/);
   });
 
   test("Lease mode (--health-mode=Lease): the registration agent reports LeaseUpdated from the agent's spoke Lease", async () => {

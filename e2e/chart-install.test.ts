@@ -744,10 +744,14 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
     );
   });
 
-  test('certificate rotation with test validities (CA 120 s, serving 60 s): no failed request, both CAs trusted across the switch', async () => {
+  test('certificate rotation with test validities (CA 80 s, serving 60 s): no failed request, both CAs trusted across the switch', async () => {
     // Sequence after the upgrade lowers the validities: the 5-year CA is rotated at once (lowered validity),
     // the serving certificate 38 s later (a third of its 66 s life left: 60 s plus a 6 s backdate), the CA
-    // 76 s after its issue (a third of 132 s), the old CA staying in the caBundle until it expires.
+    // 50.7 s after its issue (a third of 88 s left: 80 s plus an 8 s backdate), the old CA staying in the
+    // caBundle until it expires. Serving is the shortest validity the manager takes (60 s); the CA's leaves
+    // the serving-only rotation 12.7 s before the second CA rotation, and the old CA trusted 29 s after it,
+    // more than the 22 s a serving rotation leaves the kubelets (--sync-frequency 10 s) to hand every gateway
+    // pod its new certificate before the old one expires.
     const tlsSecretPath = `/api/v1/namespaces/${namespace}/secrets/${gatewayName}-tls`;
     // The same gateway pods all along (this upgrade rolls the manager only): the upgrade before has finished
     // replacing them, so the per-pod counters and handshakes below cover every replica that serves.
@@ -859,7 +863,7 @@ describe('helm install of charts/cluster-gateway on the real hub', () => {
           'gateway.replicas=3',
           'gateway.logLevel=info',
           'gateway.healthCheck.intervalSeconds=3',
-          'gateway.certificate.caValiditySeconds=120',
+          'gateway.certificate.caValiditySeconds=80',
           'gateway.certificate.validitySeconds=60',
         ]),
       );

@@ -53,8 +53,8 @@ const managedClusterPath = `/apis/cluster.open-cluster-management.io/v1/managedc
 const workPath = `/apis/work.open-cluster-management.io/v1/namespaces/${cluster}/manifestworks`;
 const installNamespace = 'open-cluster-management-agent-addon';
 const workspace = 'cg-cluster3';
-/** `kubectl logs -f` is held this long: past the 2 minutes the issue asks for. */
-const holdMs = 130_000;
+/** `kubectl logs -f` is held past this mark (the 2 minutes the issue asks for), lines arriving after it. */
+const holdMarkMs = 120_000;
 
 type Secret = KubeObject & { data?: Record<string, string> };
 type ManagedCluster = KubeObject & {
@@ -186,16 +186,32 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
       podNetwork: true,
     });
     startControllerManager(supervisor, cluster3, { withNode: true });
-    // A node of its own on the environment's pod network (the fourth cluster: pods in 10.244.4.0/24).
-    host = HostChanges.forExtraNode(stateDir);
-    node = await startNode(supervisor, host, cluster3, { index: 3, stateDir, images: await buildImages() });
-    // The registration agent reports the decoy as cluster3's URL (--spoke-external-server-urls).
-    await joinManagedCluster(
-      supervisor,
-      await environmentOcmHub(hub),
-      { ...cluster3, server: decoyUrl, reachableServer: decoyUrl },
-      env.stateDir,
-    );
+    // A node of its own on the environment's pod network (the fourth cluster: pods in 10.244.4.0/24), then
+    // the workload pod on it; and the OCM join, which needs no node: side by side, as the environment
+    // starts its own.
+    const extraHost = HostChanges.forExtraNode(stateDir);
+    host = extraHost;
+    const [nodeStarted, joined] = await Promise.allSettled([
+      (async () => {
+        node = await startNode(supervisor, extraHost, cluster3, {
+          index: 3,
+          stateDir,
+          images: await buildImages(),
+        });
+        workload = await startWorkload(cluster3.client);
+      })(),
+      // The registration agent reports the decoy as cluster3's URL (--spoke-external-server-urls).
+      environmentOcmHub(hub).then((ocmHub) =>
+        joinManagedCluster(
+          supervisor,
+          ocmHub,
+          { ...cluster3, server: decoyUrl, reachableServer: decoyUrl },
+          env.stateDir,
+        ),
+      ),
+    ]);
+    // Whatever failed, what did start is stopped in after().
+    for (const result of [nodeStarted, joined]) if (result.status === 'rejected') throw result.reason;
 
     gateway = gatewayPid();
     const apiserverPort = Number(new URL(cluster3.server).port);
@@ -249,7 +265,6 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
       'e2e',
     );
 
-    workload = await startWorkload(cluster3.client);
     await cluster3.client.apply(
       `/api/v1/namespaces/${workspace}`,
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: workspace } },
@@ -259,6 +274,7 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
   });
 
   after(async () => {
+    held?.logs.stop();
     clearInterval(sampler);
     await workload?.stop().catch(() => {});
     if (hub) {
@@ -363,6 +379,32 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     assert.equal(connected.spec.access.credential, undefined);
   });
 
+  /**
+   * `kubectl logs -f` through the tunnel, opened once the tunnel is up and held while get, watch, exec and
+   * port-forward run; the test after port-forward asserts it lasted past the 2-minute mark.
+   */
+  let held: { logs: ReturnType<typeof streamingKubectl>; started: number } | undefined;
+
+  test('logs -f: the first lines arrive, and the held stream is a tunnel stream of the gateway', async () => {
+    assert.ok(workload);
+    const started = Date.now();
+    const logs = streamingKubectl(proxied, ['logs', '-f', workload.pod.name, '-c', workload.pod.container]);
+    held = { logs, started };
+    await waitFor('the first log lines', () => logs.lines.length >= 3, {
+      timeoutMs: 30_000,
+      failFast: logs.assertRunning,
+    });
+    // While the stream is open, the gateway's upstream connection for cluster3 is a tunnel stream.
+    const text = await gatewayMetrics();
+    const upstream = series(text, `cluster_gateway_upstream_connections{cluster="${cluster}"}`);
+    const streams = series(text, `cluster_gateway_tunnel_open_streams{cluster="${cluster}"}`);
+    assert.ok(upstream >= 1, `the held stream is an upstream connection of cluster3 (${upstream})`);
+    assert.ok(
+      upstream <= streams,
+      `every upstream connection is a tunnel stream (${upstream} <= ${streams})`,
+    );
+  });
+
   test('get: cluster3 answers through the tunnel, as the hub caller', async () => {
     const names = await kubectl(proxied, 'get', 'namespaces', '-o', 'name');
     assert.match(names, new RegExp(`namespace/${workspace}\\b`));
@@ -398,53 +440,6 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
     }
   });
 
-  test('logs -f held over 2 minutes: lines keep arriving before and after the 2-minute mark', {
-    timeout: holdMs + 60_000,
-  }, async () => {
-    assert.ok(workload);
-    const started = Date.now();
-    const logs = streamingKubectl(proxied, ['logs', '-f', workload.pod.name, '-c', workload.pod.container]);
-    try {
-      await waitFor('the first log lines', () => logs.lines.length >= 3, {
-        timeoutMs: 30_000,
-        failFast: logs.assertRunning,
-      });
-      // While the stream is open, the gateway's upstream connection for cluster3 is a tunnel stream.
-      const text = await gatewayMetrics();
-      const upstream = series(text, `cluster_gateway_upstream_connections{cluster="${cluster}"}`);
-      const streams = series(text, `cluster_gateway_tunnel_open_streams{cluster="${cluster}"}`);
-      assert.ok(upstream >= 1, `the held stream is an upstream connection of cluster3 (${upstream})`);
-      assert.ok(
-        upstream <= streams,
-        `every upstream connection is a tunnel stream (${upstream} <= ${streams})`,
-      );
-      await waitFor('2 minutes and 10 seconds', () => Date.now() - started >= holdMs, {
-        timeoutMs: holdMs + 10_000,
-        intervalMs: 1000,
-        failFast: logs.assertRunning,
-      });
-      logs.assertRunning();
-    } finally {
-      logs.stop();
-    }
-    const at = logs.lines.map((l) => l.at - started);
-    const mark = 120_000;
-    assert.ok(at.filter((t) => t < mark).length >= 100, `lines before the 2-minute mark: ${at.length}`);
-    assert.ok(at.filter((t) => t > mark).length >= 5, 'lines after the 2-minute mark');
-    // One line a second from the container: no stall anywhere along the way.
-    const gaps = at.slice(1).map((t, i) => t - (at[i] ?? t));
-    assert.ok(Math.max(...gaps) < 5000, `longest gap between lines: ${Math.max(...gaps)} ms`);
-    // Numbered in order, none lost.
-    const numbers = logs.lines.map((l) => Number(/log line (\d+)/.exec(l.text)?.[1]));
-    assert.deepEqual(
-      numbers,
-      numbers.map((_, i) => i + 1),
-    );
-    process.stderr.write(
-      `[tunnel-cluster3 e2e] logs -f held ${((Date.now() - started) / 1000).toFixed(0)} s: ${numbers.length} lines, last at ${((at.at(-1) ?? 0) / 1000).toFixed(1)} s\n`,
-    );
-  });
-
   test('exec over WebSocket and SPDY', async () => {
     assert.ok(workload);
     const upgrades = async () => {
@@ -476,6 +471,39 @@ describe('cluster3: joined through OCM, no URL the gateway could use, no credent
       const reply = await portForwardPing(proxied, workload.pod.name, websockets);
       assert.match(reply, /hello from the pod/, `port-forward, websockets=${websockets}`);
     }
+  });
+
+  test('logs -f held over 2 minutes: lines keep arriving before and after the 2-minute mark', {
+    timeout: holdMarkMs + 90_000,
+  }, async () => {
+    assert.ok(held, 'the stream was opened after the tunnel came up');
+    const { logs, started } = held;
+    const mark = holdMarkMs;
+    try {
+      await waitFor(
+        '5 log lines after the 2-minute mark',
+        () => logs.lines.filter((l) => l.at - started > mark).length >= 5,
+        { timeoutMs: mark + 60_000 - (Date.now() - started), intervalMs: 500, failFast: logs.assertRunning },
+      );
+      logs.assertRunning();
+    } finally {
+      logs.stop();
+    }
+    const at = logs.lines.map((l) => l.at - started);
+    assert.ok(at.filter((t) => t < mark).length >= 100, `lines before the 2-minute mark: ${at.length}`);
+    assert.ok(at.filter((t) => t > mark).length >= 5, 'lines after the 2-minute mark');
+    // One line a second from the container: no stall anywhere along the way.
+    const gaps = at.slice(1).map((t, i) => t - (at[i] ?? t));
+    assert.ok(Math.max(...gaps) < 5000, `longest gap between lines: ${Math.max(...gaps)} ms`);
+    // Numbered in order, none lost.
+    const numbers = logs.lines.map((l) => Number(/log line (\d+)/.exec(l.text)?.[1]));
+    assert.deepEqual(
+      numbers,
+      numbers.map((_, i) => i + 1),
+    );
+    process.stderr.write(
+      `[tunnel-cluster3 e2e] logs -f held ${((Date.now() - started) / 1000).toFixed(0)} s: ${numbers.length} lines, last at ${((at.at(-1) ?? 0) / 1000).toFixed(1)} s\n`,
+    );
   });
 
   test('the gateway never dialled cluster3: its metrics, its sockets, the decoy', async () => {

@@ -57,6 +57,8 @@ export async function startApiserver(
     tls13Only?: boolean;
     /** The environment has nodes: what it configures reaches this apiserver at podServer. */
     podNetwork?: boolean;
+    /** `--request-timeout` for requests that are not long-running (kube-apiserver's default: 60 s). */
+    requestTimeoutSeconds?: number;
   },
 ): Promise<LocalCluster> {
   const { name } = options;
@@ -135,6 +137,7 @@ export async function startApiserver(
       `--tls-cert-file=${write('serving.crt', pki.serving.cert)}`,
       `--tls-private-key-file=${write('serving.key', pki.serving.key)}`,
       ...(options.tls13Only ? ['--tls-min-version=VersionTLS13'] : []),
+      ...(options.requestTimeoutSeconds ? [`--request-timeout=${options.requestTimeoutSeconds}s`] : []),
       `--client-ca-file=${files.ca}`,
       '--authorization-mode=Node,RBAC',
       `--service-account-key-file=${files.saPub}`,

@@ -17,6 +17,14 @@ import { type LocalNode, startNode } from './node.ts';
 import { joinManagedCluster, startOcmHub } from './ocm.ts';
 import { Supervisor } from './supervisor.ts';
 
+/**
+ * The hub kube-apiserver's --request-timeout, a third of its 60 s default: e2e/tunnel.test.ts holds a tunnel
+ * for over twice this long to show that the hub treats the attach as long-running, and a shorter timeout
+ * keeps that wait short. Nothing here needs more: requests that are not long-running (watch, proxy, attach,
+ * exec, logs and port-forward are) answer within a second, and the addon's webhook times out after 3 s.
+ */
+export const hubRequestTimeoutSeconds = 20;
+
 export interface EnvironmentOptions {
   /** Where kubeconfigs, certificates, logs and etcd data go; wiped at start. */
   stateDir: string;
@@ -134,6 +142,7 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Env
           serviceCidr: `10.${96 + i}.0.0/16`,
           tls13Only: tls13OnlyClusters.has(name),
           podNetwork: !!options.nodes,
+          ...(name === 'hub' ? { requestTimeoutSeconds: hubRequestTimeoutSeconds } : {}),
         }),
       ),
     );
