@@ -303,7 +303,7 @@ describe('chart cluster-gateway', { skip: helmMissing }, () => {
       '--ocm-integration=true',
       '--feature-gates=HealthinessCheck=true',
       '--health-check-interval=10',
-      '--reject-unhealthy=false',
+      '--reject-unhealthy=true',
     ]);
     // The owner the garbage collector removes the gateway with is a ClusterRole the chart makes.
     assert.ok(find(objects, 'ClusterRole', options.gateway.ownerClusterRole));

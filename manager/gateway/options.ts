@@ -174,7 +174,7 @@ export const gatewayFlags = {
   'reject-unhealthy': {
     type: 'string',
     default: 'false',
-    help: 'answer 503 at once for clusters whose last probe failed, instead of trying them',
+    help: 'answer 503 at once, with a ClusterOffline cause, for clusters marked unhealthy through the health subresource or whose last probe failed, instead of trying them (never for clusters not probed yet; a ClusterProxy cluster without its agent tunnel is answered so always). Off by default as in the original, which forwards whatever the health; the chart turns it on',
   },
   'upstream-http2': {
     type: 'string',

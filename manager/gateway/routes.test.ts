@@ -16,6 +16,14 @@ const cluster = (name: string, healthy: boolean): ClusterTarget => ({
   creationTimestamp: '2026-01-01T00:00:00Z',
   resourceVersion: '1',
   health: healthy ? { healthy } : { healthy, reason: 'unreachable: connect ECONNREFUSED' },
+  // As merge.ts derives it from a failed probe (clusters/offline-causes.ts).
+  ...(healthy
+    ? {}
+    : {
+        offline: [
+          { kind: 'probe', message: 'the last health probe failed: unreachable: connect ECONNREFUSED' },
+        ],
+      }),
   connectionKey: name,
   endpoint: { type: 'Const', address: 'https://127.0.0.1:1', insecure: true },
   credential: { type: 'ServiceAccountToken', token: 't' },
@@ -83,6 +91,7 @@ before(async () => {
     impersonateAll: false,
     authorizeProxySubpath: false,
     rejectUnhealthy: true,
+    probeIntervalSeconds: 10,
     log: silent,
   });
   server = http.createServer(routes.request);
@@ -126,12 +135,31 @@ test('unknown clusters are 404, unhealthy ones 503 with the reason (--reject-unh
   const missing = await get(`${prefix}/nope/proxy/api`, 'alice');
   assert.equal(missing.status, 404);
   assert.match(missing.json().message, /"nope" not found/);
+  const started = performance.now();
   const down = await get(`${prefix}/down/proxy/api`, 'alice');
+  const took = performance.now() - started;
   assert.equal(down.status, 503);
   assert.match(down.json().message, /cluster "down" is unhealthy: unreachable: connect ECONNREFUSED/);
+  // The defined answer of issue 32: a ClusterOffline cause, the ClusterGateway named, at once.
+  assert.deepEqual((JSON.parse(down.text) as { details: unknown }).details, {
+    name: 'down',
+    group: 'cluster.core.oam.dev',
+    kind: 'clustergateways',
+    causes: [
+      {
+        reason: 'ClusterOffline',
+        message: 'the last health probe failed: unreachable: connect ECONNREFUSED',
+      },
+    ],
+    retryAfterSeconds: 10,
+  });
+  assert.ok(took < 100, `answered in ${took.toFixed(1)} ms`);
+  assert.ok(!proxied.some((p) => p.cluster === 'down'), 'never handed to the proxy');
   // Not probed yet (just after a restart): unknown, not unhealthy (clusters/health-precedence.ts).
   const unknown = { healthy: false, reason: 'Unknown: not probed yet', unknown: true };
-  clusters.set('new', { ...cluster('new', false), health: unknown });
+  // Unknown has no offline cause (merge.ts): never probed, so not known to be offline.
+  const { offline: _noCause, ...notProbed } = cluster('new', false);
+  clusters.set('new', { ...notProbed, health: unknown });
   try {
     assert.equal((await get(`${prefix}/new/proxy/api`, 'alice')).text, 'proxied', 'tried, not rejected');
   } finally {
@@ -282,5 +310,89 @@ test('a collection GET serves what was authorized: every watch value but false/0
   } finally {
     local.close();
     local.closeAllConnections();
+  }
+});
+
+test('without --reject-unhealthy a marked cluster is tried, but a ClusterProxy one without its tunnel is ClusterOffline at once, upgrades too', async () => {
+  const routes = createRoutes({
+    directory,
+    authenticator,
+    authorizer,
+    proxy,
+    ready: () => true,
+    impersonateAll: false,
+    authorizeProxySubpath: false,
+    rejectUnhealthy: false,
+    log: silent,
+  });
+  const local = http.createServer(routes.request);
+  local.on('upgrade', routes.upgrade);
+  await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
+  const port = (local.address() as AddressInfo).port;
+  const marked: ClusterTarget = {
+    ...cluster('marked', false),
+    health: { healthy: false, reason: 'Maintenance' },
+    offline: [{ kind: 'mark', message: 'marked unhealthy through the health subresource: Maintenance' }],
+  };
+  const { endpoint: _none, ...noEndpoint } = cluster('edge', true);
+  const tunnelDown: ClusterTarget = {
+    ...noEndpoint,
+    problem: 'endpoint type is ClusterProxy but no agent tunnel is connected for this cluster',
+    tunnel: { connected: false },
+    offline: [{ kind: 'tunnel', message: 'no agent tunnel is connected (endpoint type ClusterProxy)' }],
+  };
+  clusters.set('marked', marked);
+  clusters.set('edge', tunnelDown);
+  try {
+    const tried = await fetch(`http://127.0.0.1:${port}${prefix}/marked/proxy/api`, {
+      headers: { 'x-test-user': 'alice' },
+    });
+    assert.equal(await tried.text(), 'proxied', 'tried, as the original does');
+
+    const res = await fetch(`http://127.0.0.1:${port}${prefix}/edge/proxy/api/v1/pods`, {
+      headers: { 'x-test-user': 'alice' },
+    });
+    assert.equal(res.status, 503);
+    const status = (await res.json()) as { message: string; reason: string; details: unknown };
+    assert.equal(
+      status.message,
+      'cluster "edge" is unreachable: endpoint type is ClusterProxy but no agent tunnel is connected for this cluster',
+    );
+    assert.equal(status.reason, 'ServiceUnavailable');
+    assert.deepEqual(status.details, {
+      name: 'edge',
+      group: 'cluster.core.oam.dev',
+      kind: 'clustergateways',
+      causes: [
+        { reason: 'ClusterOffline', message: 'no agent tunnel is connected (endpoint type ClusterProxy)' },
+      ],
+    });
+    assert.ok(!proxied.some((p) => p.cluster === 'edge'), 'never handed to the proxy');
+
+    // exec and port-forward are upgrades: the same Status, written on the socket.
+    const upgraded = await new Promise<{ code: number; body: string }>((resolve, reject) => {
+      const req = http.request({
+        port,
+        host: '127.0.0.1',
+        path: `${prefix}/edge/proxy/api/v1/namespaces/default/pods/p/exec?command=sh`,
+        headers: { 'x-test-user': 'alice', connection: 'Upgrade', upgrade: 'websocket' },
+      });
+      req.on('response', (r) => {
+        let body = '';
+        r.on('data', (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        r.on('end', () => resolve({ code: r.statusCode ?? 0, body }));
+      });
+      req.on('upgrade', () => reject(new Error('upgraded')));
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(upgraded.code, 503);
+    assert.match(upgraded.body, /"reason":"ClusterOffline"/);
+  } finally {
+    clusters.delete('marked');
+    clusters.delete('edge');
+    local.close();
   }
 });

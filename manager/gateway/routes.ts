@@ -11,6 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { UserInfo } from '../../shared/identity/user.ts';
+import { clusterOfflineStatus } from '../../shared/kube/cluster-offline.ts';
 import { failureStatus, type KubeStatus, StatusError } from '../../shared/kube/status.ts';
 import { tunnelUpgradeProtocol } from '../../shared/tunnel/protocol.ts';
 import { discoveryResponse } from './api/discovery.ts';
@@ -22,6 +23,7 @@ import { serveWatch } from './api/watch.ts';
 import type { Authenticator, AuthorizationAttributes, Authorizer } from './auth/contracts.ts';
 import { proxiedRequestAttributes, requestAttributes } from './auth/request-attributes.ts';
 import type { ClusterDirectory, ClusterTarget } from './clusters/cluster.ts';
+import { offlineAnswer } from './clusters/offline-causes.ts';
 import { type AccessLogger, accessRecord, logProxiedRequest } from './identity/access-log.ts';
 import type { ProxyIdentity } from './identity/proxy-identity.ts';
 import { flagsOnlyIdentity } from './identity/setup.ts';
@@ -50,8 +52,13 @@ export interface RouteDeps {
   identity?: ProxyIdentity;
   /** Where requests the gateway refuses before forwarding are logged like forwarded ones. */
   accessLog?: AccessLogger;
-  /** Answer 503 at once for clusters whose last probe failed (--reject-unhealthy). */
+  /**
+   * Also answer marked and probed-unhealthy clusters at once with a ClusterOffline 503 (--reject-unhealthy);
+   * tunnel-down clusters are answered so always (clusters/offline-causes.ts).
+   */
   rejectUnhealthy: boolean;
+  /** --health-check-interval with the prober on: the retryAfterSeconds of a probed-unhealthy answer. */
+  probeIntervalSeconds?: number;
   /** Where PUT/PATCH of clustergateways/{name}/health record a health mark; without it they are 405. */
   health?: HealthMarkStore;
   /**
@@ -213,15 +220,14 @@ export function createRoutes(deps: RouteDeps) {
     try {
       const target = deps.directory.get(name);
       if (!target) throw deps.directory.synced ? notFound(name) : notSynced();
-      // Unknown (not probed yet, e.g. just after a restart) is not unhealthy: clusters/health-precedence.ts.
-      if (deps.rejectUnhealthy && !target.health.healthy && !target.health.unknown) {
-        throw new StatusError(
-          failureStatus(
-            503,
-            `cluster "${name}" is unhealthy: ${target.health.reason ?? 'its last health probe failed'}`,
-          ),
-        );
-      }
+      // A cluster known to be offline is answered at once with its ClusterOffline causes, before any
+      // identity work: its tunnel is down, or (--reject-unhealthy) it is marked or probed unhealthy.
+      // Unknown (not probed yet, e.g. just after a restart) is not offline: clusters/offline-causes.ts.
+      const offline = offlineAnswer(target, {
+        rejectUnhealthy: deps.rejectUnhealthy,
+        ...(deps.probeIntervalSeconds ? { probeIntervalSeconds: deps.probeIntervalSeconds } : {}),
+      });
+      if (offline) throw new StatusError(clusterOfflineStatus(offline));
       const plan = identity.plan(target);
       if (plan.authorizeProxySubpath) {
         upstreamPath = parseProxyPath(rawUrl, { goQuery: true })?.upstreamPath ?? upstreamPath;

@@ -41,7 +41,7 @@ describe('gateway deploy options', () => {
       '--ocm-integration=true',
       '--feature-gates=HealthinessCheck=true',
       '--health-check-interval=10',
-      '--reject-unhealthy=false',
+      '--reject-unhealthy=true',
     ];
     assert.deepEqual(parse({ 'gateway-args': JSON.stringify(chartDefaults) }).args, chartDefaults);
     const more = ['--authorize-proxy-subpath', '--enable-exec-credentials=true', '--user-agent=a b'];

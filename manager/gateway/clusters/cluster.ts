@@ -72,6 +72,21 @@ export interface ClusterHealth {
   unknown?: boolean;
 }
 
+/**
+ * One reason the gateway knows a cluster to be offline (merge.ts), answered at once with 503 and a
+ * ClusterOffline cause (routes.ts, shared/kube/cluster-offline.ts):
+ * - tunnel: its endpoint is its agent's tunnel (ClusterProxy) and none is connected: nothing to try,
+ *   always answered at once;
+ * - mark: an operator marked it unhealthy through the health subresource;
+ * - probe: the gateway's prober's last probe of it failed (never a cluster not probed yet).
+ * The last two are answered at once only with --reject-unhealthy (the chart's default).
+ */
+export interface OfflineCause {
+  kind: 'tunnel' | 'mark' | 'probe';
+  /** The cause in words, as the caller reads it in details.causes[].message. */
+  message: string;
+}
+
 export interface ClusterTarget {
   name: string;
   /** Labels and annotations copied from the source object (Secret or ManagedCluster). */
@@ -85,6 +100,8 @@ export interface ClusterTarget {
   /** Why the cluster cannot be reached, when endpoint or credential is missing. */
   problem?: string;
   health: ClusterHealth;
+  /** Why the gateway knows it to be offline, most decisive first; absent when it does not. */
+  offline?: OfflineCause[];
   /** Set for clusters that use or have an agent tunnel (ClusterProxy, or an attached agent). */
   tunnel?: TunnelState;
   /**

@@ -43,6 +43,8 @@
  *   prober's overlay; then the mark; then the ManagedCluster's Available
  *   condition, else unhealthy (the original's default). A
  *   certificate failure of a Secret without a CA says so, and how to fix it.
+ * - Offline: from the same mark, probe and tunnel, why the gateway knows the
+ *   cluster to be offline (clusters/offline-causes.ts), for the ClusterOffline 503.
  * - Labels and annotations: the ManagedCluster's, overridden by the Secret's.
  *   The ManagedCluster's were screened (managedcluster-source.ts): its
  *   klusterlet may write them, so a proxy configuration or prober verdict
@@ -64,6 +66,7 @@ import { connectionKey } from './connection-key.ts';
 import { healthFromAnnotations, resolveHealth } from './health-precedence.ts';
 import { annotationIgnoredSettings } from './keys.ts';
 import type { ManagedClusterInfo } from './managedcluster-source.ts';
+import { offlineCauses } from './offline-causes.ts';
 import type { SecretClusterInfo } from './secret-source.ts';
 
 export interface TunnelInput {
@@ -112,25 +115,35 @@ export function mergeCluster(inputs: ClusterInputs, policy: MergePolicy = {}): M
   // probes, else this replica's own (a cluster with neither object); ignored with the prober off, so
   // a verdict left from when it ran does not linger.
   const probe = policy.probing ? (inputs.health ?? secret?.probe ?? managed?.probe) : inputs.health;
+  const mark = secret?.health ?? healthFromAnnotations(managed?.annotations);
+  // Precedence (an operator's unhealthy mark wins over the prober): clusters/health-precedence.ts.
+  const health = explainHealth(
+    resolveHealth({
+      mark,
+      probe,
+      condition: managed?.health,
+      probePending: policy.probing === true && !probe,
+    }),
+    systemTrust,
+  );
+  // What the gateway knows to be offline, answered at once with a ClusterOffline cause: offline-causes.ts.
+  const offline = offlineCauses({
+    mark,
+    probe,
+    health,
+    tunnelDown: !tunnel && secret?.endpointType === 'ClusterProxy' && !secret.endpointTypeProblem,
+  });
   const merged: MergedCluster = {
     name,
     labels: { ...managed?.labels, ...secret?.labels },
     annotations: mergeAnnotations(managed, secret),
     creationTimestamp: secret?.creationTimestamp || managed?.creationTimestamp || tunnel?.connectedAt || '',
-    // Precedence (an operator's unhealthy mark wins over the prober): clusters/health-precedence.ts.
-    health: explainHealth(
-      resolveHealth({
-        mark: secret?.health ?? healthFromAnnotations(managed?.annotations),
-        probe,
-        condition: managed?.health,
-        probePending: policy.probing === true && !probe,
-      }),
-      systemTrust,
-    ),
+    health,
     connectionKey: connectionKey(endpoint, credential, tunnel?.generation),
   };
   if (endpoint) merged.endpoint = endpoint;
   if (credential) merged.credential = credential;
+  if (offline.length) merged.offline = offline;
   if (tunnel) {
     merged.tunnel = {
       connected: true,
