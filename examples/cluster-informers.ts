@@ -3,7 +3,7 @@
  * cluster the hub's gateway serves, with the cluster it happened on. The informers survive a gateway
  * restart, an agent restart and a 410 Gone on their own (they resume, or relist and print the differences).
  *
- *   KUBECONFIG=<hub kubeconfig> node --conditions=source examples/cluster-informers.ts [--namespace ns] [--duration 30s]
+ *   KUBECONFIG=<hub kubeconfig> node --conditions=cluster-gateway-source examples/cluster-informers.ts [--namespace ns] [--duration 30s]
  *
  * Runs until Ctrl-C, or for --duration (or INFORMER_DURATION: "30s", "2m", "1500ms", or seconds), then
  * stops its watches and exits 0.

@@ -1,7 +1,7 @@
 /**
  * Lists the pods of every cluster the hub's gateway serves, through the gateway, with the hub identity.
  *
- *   KUBECONFIG=<hub kubeconfig> node --conditions=source examples/list-pods.ts   # in this repository
+ *   KUBECONFIG=<hub kubeconfig> node --conditions=cluster-gateway-source examples/list-pods.ts   # in this repository
  *   KUBECONFIG=<hub kubeconfig> node list-pods.ts    # a copy in a project that installed the package
  *
  * (Node strips the types of .ts files outside node_modules only: copy it out of the installed package.)

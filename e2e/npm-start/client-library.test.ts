@@ -74,7 +74,7 @@ describe('client library: client-node programs through the gateway', { concurren
       const from = Date.now();
       execFile(
         process.execPath,
-        ['--conditions=source', ...args],
+        ['--conditions=cluster-gateway-source', ...args],
         { cwd: repoRoot, env, timeout: 60_000 },
         (err, stdout, stderr) =>
           resolve({
