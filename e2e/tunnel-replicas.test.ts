@@ -57,8 +57,15 @@ const messageOf = (body: string) => {
   }
 };
 
-/** The gateway's Service stand-in: each new connection goes to the first replica that accepts it. */
-async function startFront(targets: () => number[]): Promise<{ port: number; close(): void }> {
+/**
+ * The gateway's Service stand-in (and the path to a replica's peer port): each new connection goes to the first
+ * target that accepts it, after `delayMs()` (0 unless a test makes the path slow; what the client sends meanwhile
+ * waits).
+ */
+async function startFront(
+  targets: () => number[],
+  delayMs: () => number = () => 0,
+): Promise<{ port: number; close(): void }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     sockets.add(client);
@@ -80,7 +87,9 @@ async function startFront(targets: () => number[]): Promise<{ port: number; clos
         client.resume();
       });
     };
-    tryNext(targets());
+    const delay = delayMs();
+    if (delay > 0) setTimeout(() => tryNext(targets()), delay);
+    else tryNext(targets());
   });
   const port = await freePort();
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
@@ -184,17 +193,25 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
   let peerPortA: number;
   let peerPortB: number;
   let front: { port: number; close(): void };
+  /** Replica A's peer port as the other replicas reach it (its Lease's address): a path a test can slow. */
+  let peerPathA: { port: number; close(): void };
+  let peerPathDelayMs = 0;
   let agent: TunnelAgent;
   const cleanups: (() => Promise<unknown>)[] = [];
   const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${leaseNamespace}/leases/${leaseName(cluster)}`;
 
-  async function startReplica(name: string, peerPort: number, dir: string): Promise<SecondGateway> {
+  async function startReplica(
+    name: string,
+    peerPort: number,
+    dir: string,
+    advertisedPort = peerPort,
+  ): Promise<SecondGateway> {
     return startSecondGateway(`tunnel-${name}`, [
       `--tunnel-peer-port=${peerPort}`,
       `--tunnel-peer-cert=${path.join(dir, `${name}.crt`)}`,
       `--tunnel-peer-key=${path.join(dir, `${name}.key`)}`,
       `--tunnel-peer-ca=${path.join(dir, 'ca.crt')}`,
-      `--tunnel-peer-address=127.0.0.1:${peerPort}`,
+      `--tunnel-peer-address=127.0.0.1:${advertisedPort}`,
       `--tunnel-replica-name=${name}`,
       `--tunnel-lease-namespace=${leaseNamespace}`,
       '--tunnel-lease-duration=10',
@@ -242,7 +259,7 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
     const authority = await createCertificateAuthority('cluster-gateway-peers');
     ca = authority;
     writeFileSync(path.join(dir, 'ca.crt'), authority.cert);
-    for (const name of ['replica-a', 'replica-b']) {
+    for (const name of ['replica-a', 'replica-b', 'replica-c']) {
       const pair = await authority.issue({ commonName: name, ipAddresses: ['127.0.0.1'], usage: 'both' });
       writeFileSync(path.join(dir, `${name}.crt`), pair.cert);
       writeFileSync(path.join(dir, `${name}.key`), pair.key, { mode: 0o600 });
@@ -254,7 +271,12 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
     });
     peerPortA = await freePort();
     peerPortB = await freePort();
-    replicaA = await startReplica('replica-a', peerPortA, dir);
+    peerPathA = await startFront(
+      () => [peerPortA],
+      () => peerPathDelayMs,
+    );
+    cleanups.push(async () => peerPathA.close());
+    replicaA = await startReplica('replica-a', peerPortA, dir, peerPathA.port);
     replicaB = await startReplica('replica-b', peerPortB, dir);
     cleanups.push(async () => {
       replicaA.stop();
@@ -289,7 +311,7 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
     assert.equal(lease.spec?.leaseDurationSeconds, 10);
     assert.equal(
       lease.metadata?.annotations?.['cluster.core.oam.dev/tunnel-peer-address'],
-      `127.0.0.1:${peerPortA}`,
+      `127.0.0.1:${peerPathA.port}`,
     );
     assert.equal(lease.metadata?.annotations?.['cluster.core.oam.dev/cluster-name'], cluster);
   });
@@ -388,6 +410,44 @@ describe('several gateway replicas share agent tunnels', { concurrency: false },
       readFileSync(replicaA.logFile, 'utf8'),
       /peer connection refused: no valid peer client certificate/,
     );
+  });
+
+  test('a replica started while A holds the tunnel: from its first 200 on /readyz, every request for the cluster sent to it is served', async () => {
+    await waitFor(
+      'the Lease to name replica A',
+      async () => (await hub.getOptional<Lease>(leasePath))?.spec?.holderIdentity === 'replica-a',
+      { timeoutMs: 30_000, failFast: () => agent.process.assertRunning() },
+    );
+    // The new replica's proof of A (a handshake on A's peer port) takes a while, as over a slow pod network:
+    // until it has A's Lease applied it has no route to the cluster, and must not be ready.
+    peerPathDelayMs = 2_000;
+    const dir = path.join(e2eStateDir, 'tunnel-replicas', 'peer-pki');
+    const started = Date.now();
+    let replicaC: SecondGateway | undefined;
+    try {
+      // Returns on the first 200 of its /readyz (polled every 250 ms).
+      replicaC = await startReplica('replica-c', await freePort(), dir);
+      const readyAt = Date.now();
+      const answers: string[] = [];
+      // Sent to C itself, as the aggregator would once the kubelet marks it Ready: for longer than the slow path.
+      while (answers.length < 5 || Date.now() - readyAt < peerPathDelayMs) {
+        const r = await gatewayRequest('GET', versionPath, admin, replicaC.url);
+        answers.push(r.status === 200 ? '200' : `${r.status}: ${messageOf(r.body)}`);
+      }
+      console.log(
+        `new replica: ready ${readyAt - started} ms after its start; ${answers.length} requests to it in the ${Date.now() - readyAt} ms after`,
+      );
+      const failed = answers.filter((a) => a !== '200');
+      assert.equal(
+        failed.length,
+        0,
+        `${failed.length} of ${answers.length} requests to the Ready replica failed, the first: ${failed[0]}`,
+      );
+      assert.equal((await hub.get<Lease>(leasePath)).spec?.holderIdentity, 'replica-a', 'served through A');
+    } finally {
+      peerPathDelayMs = 0;
+      replicaC?.stop();
+    }
   });
 
   test('replica A killed: the agent reconnects to B, service is back within 5 s, the Lease names B', async () => {

@@ -351,12 +351,17 @@ const routes = createRoutes({
   authenticator,
   authorizer,
   proxy,
-  ready: () => registry.synced && authConfig.hasSynced && proxyIdentity.synced,
+  // Several replicas: also the tunnel Leases listed at start, proofs included (bounded), so that a Ready
+  // replica routes every cluster whose tunnel another replica holds.
+  ready: () => registry.synced && authConfig.hasSynced && proxyIdentity.synced && (sharing?.synced ?? true),
   impersonateAll: options.featureGates.ClientIdentityPenetration,
   authorizeProxySubpath: options.authorizeProxySubpath,
   identity: proxyIdentity.identity,
   accessLog: log,
   rejectUnhealthy: options.rejectUnhealthy,
+  ...(options.featureGates.HealthinessCheck
+    ? { probeIntervalSeconds: options.healthCheckIntervalSeconds }
+    : {}),
   health: healthStore,
   log,
   ...(tunnels

@@ -424,3 +424,87 @@ test('a holder whose renewal finds another holder lets the tunnel go and says so
   assert.equal(api.store.get(pathOf('c1'))?.spec?.holderIdentity, 'gw-a');
   await a.stop();
 });
+
+test('synced once the first list is applied, its holders proven; a later Lease waiting for a proof does not undo it', async () => {
+  const proofs: ((ok: boolean) => void)[] = [];
+  const reader = new LeaseReader({
+    client: {} as KubeClient,
+    namespace: ns,
+    replica: 'gw-b',
+    onChange: () => {},
+    verifyHolder: () => new Promise((resolve) => proofs.push(resolve)),
+  });
+  assert.equal(reader.synced, false, 'nothing listed yet');
+  // The first list: another replica's Lease, this replica's own, then the list's end.
+  reader.receive({ type: 'seen', lease: tunnelLease(ns, holderA, new Date()) });
+  reader.receive({
+    type: 'seen',
+    lease: tunnelLease(ns, { ...holderA, cluster: 'mine', replica: 'gw-b' }, new Date()),
+  });
+  reader.receive({ type: 'synced', resourceVersion: '5' });
+  assert.equal(reader.synced, false, "listed, but gw-a's proof is still out");
+  assert.equal(reader.get('c1'), undefined);
+  proofs[0]?.(true);
+  await reader.settled();
+  assert.equal(reader.synced, true);
+  assert.equal(reader.get('c1')?.replica, 'gw-a', 'synced means routed');
+  // After the first list, Leases come and go: a new holder's pending proof keeps nothing unready.
+  reader.receive({
+    type: 'seen',
+    lease: tunnelLease(ns, { ...holderA, cluster: 'c2', replica: 'gw-c' }, new Date()),
+  });
+  reader.receive({ type: 'synced', resourceVersion: '6' });
+  assert.equal(reader.synced, true);
+  proofs[1]?.(false);
+  await reader.settled();
+});
+
+test('synced at once on a first list with no other replica holding anything, and with a refused proof once refused', async () => {
+  const empty = new LeaseReader({
+    client: {} as KubeClient,
+    namespace: ns,
+    replica: 'gw-b',
+    onChange: () => {},
+  });
+  empty.receive({ type: 'synced', resourceVersion: '3' });
+  assert.equal(empty.synced, true);
+  let refuse: (ok: boolean) => void = () => {};
+  const reader = new LeaseReader({
+    client: {} as KubeClient,
+    namespace: ns,
+    replica: 'gw-b',
+    onChange: () => {},
+    verifyHolder: () => new Promise((resolve) => (refuse = resolve)),
+  });
+  reader.receive({ type: 'seen', lease: tunnelLease(ns, { ...holderA, replica: 'evil' }, new Date()) });
+  reader.receive({ type: 'synced', resourceVersion: '4' });
+  assert.equal(reader.synced, false);
+  refuse(false);
+  await reader.settled();
+  assert.equal(reader.synced, true, 'a refused proof is an answer: applied as no holder');
+  assert.equal(reader.get('c1'), undefined);
+});
+
+test('a proof that never settles keeps the reader unsynced for syncWithinMs after the first list, no longer', () => {
+  let now = 1_000_000;
+  const reader = new LeaseReader({
+    client: {} as KubeClient,
+    namespace: ns,
+    replica: 'gw-b',
+    onChange: () => {},
+    verifyHolder: () => new Promise(() => {}),
+    syncWithinMs: 15_000,
+    now: () => now,
+  });
+  now += 60_000;
+  assert.equal(reader.synced, false, 'the bound counts from the first list, not from start');
+  reader.receive({ type: 'seen', lease: tunnelLease(ns, holderA, new Date()) });
+  reader.receive({ type: 'synced', resourceVersion: '9' });
+  now += 14_999;
+  assert.equal(reader.synced, false);
+  // A later list end (a relist, a bookmark) does not move the bound.
+  reader.receive({ type: 'synced', resourceVersion: '10' });
+  now += 1;
+  assert.equal(reader.synced, true, 'ready after the bound, without the hung holder');
+  assert.equal(reader.get('c1'), undefined);
+});

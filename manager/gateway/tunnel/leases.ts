@@ -365,6 +365,11 @@ export interface LeaseReaderOptions {
   /** A holder's proof is asked again after this long (default 60 s); a failed one after 10 s. */
   verifiedForMs?: number;
   /**
+   * How long `synced` waits, from the first list, for that list's Leases to be applied with their holders'
+   * proofs (default 15 s): a proof that never settles must not keep the replica unready.
+   */
+  syncWithinMs?: number;
+  /**
    * Clears the holder of a Lease whose holder stopped renewing (a conditional update, so one replica
    * wins and the rest get a 409). Without it, a dead holder's Lease keeps saying connected.
    */
@@ -390,6 +395,9 @@ export class LeaseReader {
   /** Proofs by holder and address: the pending or settled answer and until when it stands. */
   readonly #proofs = new Map<string, { answer: Promise<boolean>; until: number; settled?: boolean }>();
   #timer: NodeJS.Timeout | undefined;
+  /** When the end of the first list was received, and whether everything up to it has been applied. */
+  #listedAt: number | undefined;
+  #listApplied = false;
 
   constructor(options: LeaseReaderOptions) {
     this.#o = options;
@@ -418,7 +426,25 @@ export class LeaseReader {
     if ('lease' in event) {
       const { lease } = event;
       this.#enqueue(() => (event.type === 'seen' ? this.observe(lease) : this.forget(lease)));
-    } else this.#enqueue(() => this.#o.onSync?.(event.resourceVersion));
+    } else {
+      // The first one ends the first list: its Leases were received before it, so applied once it is.
+      this.#listedAt ??= this.#now();
+      this.#enqueue(() => {
+        this.#listApplied = true;
+        this.#o.onSync?.(event.resourceVersion);
+      });
+    }
+  }
+
+  /**
+   * Whether this replica routes every tunnel the other replicas held when it started, as far as it can know:
+   * the first list of Leases applied, each after its holder's proof; or `syncWithinMs` passed since that list
+   * arrived (a holder that never answers its proof must not keep the replica unready forever). Readiness
+   * waits for it: a replica the aggregator sends requests to must not answer 503 for a tunnel held elsewhere.
+   */
+  get synced(): boolean {
+    if (this.#listApplied) return true;
+    return this.#listedAt !== undefined && this.#now() - this.#listedAt >= (this.#o.syncWithinMs ?? 15_000);
   }
 
   start(): void {

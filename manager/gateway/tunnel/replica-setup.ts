@@ -31,7 +31,25 @@ export interface ReplicaSharing {
   start(local: (cluster: string) => TunnelSession | undefined, bindAddress: string): Promise<number>;
   /** Releases this replica's Leases and closes the peer port. */
   stop(): Promise<void>;
+  /**
+   * The tunnel Leases listed at start are applied, their holders' proofs included (bounded: LeaseReader.synced):
+   * readiness waits for it, so that a Ready replica routes every cluster the other replicas route.
+   */
+  readonly synced: boolean;
 }
+
+/**
+ * How long a holder's proof waits for this replica's own first peer certificate (the hub signs it within a
+ * second when the addon manager is up): without one every proof fails at once and is not asked again for 10 s.
+ */
+const certificateWaitMs = 10_000;
+/** PeerClient's default dial timeout: a proof to a holder that does not answer fails after it. */
+const proofDialMs = 5_000;
+/**
+ * Readiness waits at most this long for the Leases listed at start: as long as a proof can legitimately take
+ * (the certificate wait, then one dial), so the bound only cuts short a proof that hangs past both.
+ */
+const leasesSyncWithinMs = certificateWaitMs + proofDialMs;
 
 export interface ReplicaSharingLog {
   info(fields: object, message: string): void;
@@ -73,6 +91,9 @@ export function setUpReplicaSharing(
     if (hubTrust?.roots !== roots) hubTrust = { roots, trust: hubPeerTrust(roots, options.namespace) };
     return hubTrust.trust;
   };
+  // This replica's first peer certificate (at once from files): a proof needs it (PeerClient refuses without).
+  const certificate = firstCertificateGate(certificateWaitMs);
+  if (tls) certificate.issued();
   const holder = new LeaseHolder({
     client: deps.hub,
     namespace: options.leaseNamespace,
@@ -108,18 +129,24 @@ export function setUpReplicaSharing(
     },
     onRecord: (cluster, record, version) => deps.sink.setTunnelRecord(cluster, record, version),
     // A Lease is a claim: its holder must prove on the peer port that it is that replica (leases.ts).
+    // Asked before this replica has its own certificate (just started), the proof waits for it (bounded):
+    // failed for want of it, the holder's tunnel would not route here for the next 10 s.
     verifyHolder: (claim) =>
-      client.verify(claim.address, claim.replica).then(
-        () => true,
-        (err: Error) => {
-          deps.log.warn(
-            { cluster: claim.cluster, replica: claim.replica, address: claim.address, err: err.message },
-            'tunnel Lease ignored: its holder did not prove it is that gateway replica',
-          );
-          return false;
-        },
-      ),
+      certificate
+        .wait()
+        .then(() => client.verify(claim.address, claim.replica))
+        .then(
+          () => true,
+          (err: Error) => {
+            deps.log.warn(
+              { cluster: claim.cluster, replica: claim.replica, address: claim.address, err: err.message },
+              'tunnel Lease ignored: its holder did not prove it is that gateway replica',
+            );
+            return false;
+          },
+        ),
     onSync: (resourceVersion) => deps.sink.advance(resourceVersion),
+    syncWithinMs: leasesSyncWithinMs,
     clearExpired: async (lease: Lease) => {
       const { holderIdentity, ...spec } = lease.spec ?? {};
       if (!holderIdentity) return;
@@ -164,11 +191,15 @@ export function setUpReplicaSharing(
           tls = pair;
           server?.setTls(pair);
           client.setTls(pair);
+          certificate.issued();
         },
       });
   return {
     sink: router,
     leases: reader.informer,
+    get synced() {
+      return reader.synced;
+    },
     peers: client,
     async start(local, bindAddress) {
       localOf = local;
@@ -224,6 +255,32 @@ export function setUpReplicaSharing(
       await holder.stop();
       client.close();
       await server?.close();
+    },
+  };
+}
+
+/**
+ * Waits for this replica's first peer certificate: `wait` resolves once `issued` was called, or after `waitMs`
+ * (the proof then fails as it would have, rather than hold the Lease events behind it any longer).
+ */
+export function firstCertificateGate(waitMs: number): { issued(): void; wait(): Promise<void> } {
+  let have = false;
+  let resolveIssued: () => void = () => {};
+  const issued = new Promise<void>((resolve) => {
+    resolveIssued = resolve;
+  });
+  return {
+    issued() {
+      have = true;
+      resolveIssued();
+    },
+    wait() {
+      if (have) return Promise.resolve();
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs).unref();
+      });
+      return Promise.race([issued, bound]).finally(() => clearTimeout(timer));
     },
   };
 }
