@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { CliError } from './exit-codes.ts';
-import { colourEnabled, formatTable, humanAge, Output, parseOutputFormat, visibleWidth } from './output.ts';
+import {
+  colourEnabled,
+  formatTable,
+  humanAge,
+  Output,
+  oneLine,
+  parseOutputFormat,
+  printable,
+  visibleWidth,
+} from './output.ts';
 
 class Sink extends Writable {
   text = '';
@@ -113,4 +122,26 @@ test('humanAge: as kubectl prints ages', () => {
     [3 * 365 * 86400, '3y'],
   ];
   for (const [s, want] of cases) assert.equal(humanAge(s), want, `${s}s`);
+});
+
+test('text from cluster objects cannot drive the terminal: control characters escaped, only our colours pass', () => {
+  const hostile = 'x\u001b]0;owned\u0007\u001b[2J\u009bycleared';
+  const out = new Sink(true);
+  const err = new Sink(true);
+  const output = new Output('table', out, err, {});
+  output.table(['name', 'reason'], [['c1', `${hostile}\nPASS hub   forged line`]]);
+  output.line(`${output.paint('red', 'FAIL')} ${hostile}`);
+  output.note(hostile);
+  const written = out.text + err.text;
+  assert.doesNotMatch(
+    written,
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: these sequences are what must not get through
+    /\u001b\]|\u0007|\u001b\[2J|\u009b/,
+    'no sequence of the object reaches the terminal',
+  );
+  assert.match(written, /x\\x1b\]0;owned\\x07\\x1b\[2J\\x9bycleared/);
+  assert.match(written, /\\nPASS hub {3}forged line/, 'a newline in a cell is shown, not obeyed');
+  assert.ok(written.includes('\u001b[31mFAIL\u001b[39m'), "paint()'s own colour passes");
+  assert.equal(printable('a\tb\nc'), 'a\tb\nc');
+  assert.equal(oneLine('a\nb'), 'a\\nb');
 });

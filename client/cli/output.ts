@@ -68,12 +68,12 @@ export class Output {
   }
 
   line(text = ''): void {
-    this.#out.write(`${text}\n`);
+    this.#out.write(`${printable(text)}\n`);
   }
 
   /** A message for the person at the terminal (stderr, so `-o json` output stays parseable). */
   note(text: string): void {
-    this.#err.write(`${text}\n`);
+    this.#err.write(`${printable(text)}\n`);
   }
 
   /** `data` as JSON or YAML; for the table format the caller prints its own table. */
@@ -118,12 +118,40 @@ export class Output {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape sequences are what is stripped
 const escapes = /\u001b\[[0-9;]*m/g;
 
+/** The colour sequences paint() writes: the only escapes the CLI lets through to a terminal. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the sequences let through
+const ownSequences = /(\u001b\[(?:1|2|22|31|32|33|39)m)/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is escaped
+const controls = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * Text to write to a terminal, made harmless: what the CLI prints comes in part from objects that less trusted
+ * parties write (an agent's heartbeat Lease, a health mark's reason, an addon's status), and a terminal executes
+ * escape sequences in it (set the title, clear the screen, hide text, OSC 52 to the clipboard). Every control
+ * character but newline and tab is shown as `\xNN`, as kubectl escapes them; the colour sequences of paint() pass.
+ */
+export function printable(text: string): string {
+  return text
+    .split(ownSequences)
+    .map((part, i) =>
+      i % 2 === 1
+        ? part
+        : part.replace(controls, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`),
+    )
+    .join('');
+}
+
+/** A table cell or a one-line message: also its newlines shown, so it cannot forge lines of its own. */
+export function oneLine(text: string): string {
+  return printable(text).replace(/\r?\n/g, '\\n');
+}
+
 export function visibleWidth(text: string): number {
   return [...text.replace(escapes, '')].length;
 }
 
 export function formatTable(headers: string[], rows: string[][]): string {
-  const all = [headers.map((h) => h.toUpperCase()), ...rows];
+  const all = [headers.map((h) => h.toUpperCase()), ...rows.map((row) => row.map(oneLine))];
   const widths = headers.map((_, i) => Math.max(...all.map((r) => visibleWidth(r[i] ?? ''))));
   return all
     .map((row) =>

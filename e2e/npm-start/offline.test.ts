@@ -9,9 +9,12 @@
  * bringing it back is slower and less certain than this file may be.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { clusterOfflineReason, isClusterOffline } from '../../client/offline.ts';
+import { repoRoot } from '../../hack/localenv/binaries.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
 import type { KubeClient, KubeObject } from '../../shared/kube/client.ts';
 import { StatusError } from '../../shared/kube/status.ts';
@@ -196,3 +199,52 @@ test('a cluster marked unhealthy through the health subresource: 503 ClusterOffl
   const namespace = await core.readNamespace({ name: 'default' });
   assert.equal(namespace.metadata?.name, 'default');
 });
+
+test("a health mark's reason cannot drive the terminal of whoever runs `cluster-gateway status` or `doctor`", async () => {
+  // Who may patch clustergateways/health is trusted less than who reads the CLI's output on a terminal: the reason
+  // comes back verbatim in status' HEALTHY column and doctor's messages, escape sequences and newlines included.
+  const hostile = 'e2e-hostile \u001b]0;owned\u0007\u001b[2J\nPASS hub   forged line';
+  await patchHealth({ healthy: false, healthyReason: hostile });
+  try {
+    await waitFor(
+      'the hostile reason on the ClusterGateway',
+      async () =>
+        (await hub.get<KubeObject & { status?: { healthyReason?: string } }>(`${gatewayApi}/${cluster}`))
+          .status?.healthyReason === hostile,
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
+    for (const args of [['status'], ['doctor', cluster]]) {
+      const { stdout, stderr } = await runCli(args);
+      const written = stdout + stderr;
+      assert.match(written, /e2e-hostile/, `${args[0]} shows the reason:\n${written}`);
+      assert.ok(
+        !written.includes('\u001b') && !written.includes('\u0007'),
+        `${args[0]}: no escape sequence of the reason reaches the terminal:\n${JSON.stringify(written)}`,
+      );
+      assert.match(
+        written,
+        /e2e-hostile \\x1b\]0;owned\\x07\\x1b\[2J\\nPASS hub/,
+        `${args[0]} shows it escaped`,
+      );
+      assert.doesNotMatch(written, /^PASS hub {3}forged line/m, `${args[0]}: the newline forged no line`);
+    }
+  } finally {
+    await patchHealth({ healthy: true });
+  }
+});
+
+/** The CLI as a user runs it from the repository: Node 24, KUBECONFIG the hub's, stdout a pipe. */
+function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [path.join(repoRoot, 'client', 'cli', 'main.ts'), ...args],
+      { env: { ...process.env, KUBECONFIG: kubeconfigOf('hub') }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        const code = err && typeof err.code === 'number' ? err.code : err ? null : 0;
+        if (err && code === null) reject(err);
+        else resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}

@@ -3,7 +3,7 @@
  * colour, so that logs and grep read the same), and under each failure the object to look at and the fix. The
  * first failure is marked: later ones are often its consequences.
  */
-import type { Output } from '../output.ts';
+import { type Output, oneLine } from '../output.ts';
 import type { CheckResult } from './model.ts';
 
 export interface Columns {
@@ -36,11 +36,12 @@ export function renderResult(
 ): string[] {
   const indent = ' '.repeat(out.colour ? 2 : 5);
   const head = `${mark(r.result, out)} ${(r.cluster ?? 'hub').padEnd(columns.cluster)}  ${title.padEnd(columns.title)}  `;
-  const message = r.result === 'skipped' ? out.paint('dim', r.message) : r.message;
+  // One line each: a message carries text of cluster objects, whose newlines must not forge lines of their own.
+  const message = r.result === 'skipped' ? out.paint('dim', oneLine(r.message)) : oneLine(r.message);
   const line = `${head}${message}${first ? `  ${out.paint('bold', '<- first failure')}` : ''}`;
   const lines = [first ? out.paint('bold', line) : line];
   if (r.result === 'fail') {
-    if (r.object) lines.push(`${indent}look at: ${r.object}`);
+    if (r.object) lines.push(`${indent}look at: ${oneLine(r.object)}`);
     const fix = (r.fix ?? '').split('\n');
     fix.forEach((f, i) => {
       lines.push(`${indent}${i === 0 ? 'fix:     ' : '         '}${f}`);
@@ -56,5 +57,5 @@ export function summary(results: CheckResult[], titleOf: (r: CheckResult) => str
   const counts = `${passed} passed, ${failed.length} failed, ${skipped} skipped`;
   const first = failed[0];
   if (!first) return `healthy: ${counts}`;
-  return `${failed.length} check${failed.length === 1 ? '' : 's'} failed (${counts}); first: ${first.cluster ?? 'hub'} ${titleOf(first)}: ${first.message}`;
+  return `${failed.length} check${failed.length === 1 ? '' : 's'} failed (${counts}); first: ${first.cluster ?? 'hub'} ${titleOf(first)}: ${oneLine(first.message)}`;
 }
