@@ -254,6 +254,42 @@ test('an unknown cluster is a 404 Status; an unreachable one a 503 Status that s
   assert.match(table, /offline\s+ServiceAccountToken\s+Const\s+false/);
 });
 
+test('a LIST of 3 MB passes through the gateway as cluster1 sent it, item for item', async () => {
+  // Reads pass their bodies through as the cluster framed them (shared/forward/passthrough.ts):
+  // kube-apiserver chunks a LIST this size in its own pieces, and every one must reach the caller.
+  const ns = `big-list-${Date.now()}`;
+  await spoke.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  try {
+    for (let i = 0; i < 6; i++) {
+      await spoke.create(`/api/v1/namespaces/${ns}/configmaps`, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `big-${i}` },
+        data: {
+          value: String.fromCharCode(97 + i).repeat(500_000),
+          json: '{"a":"\\u0000\\r\\n0\\r\\n\\r\\n"}',
+        },
+      });
+    }
+    type List = {
+      items: { metadata: { name: string; resourceVersion: string }; data: Record<string, string> }[];
+    };
+    const direct = (await spoke.list(`/api/v1/namespaces/${ns}/configmaps`)) as unknown as List;
+    const through = (await hub.list(
+      `${proxyPrefix}/cluster1/proxy/api/v1/namespaces/${ns}/configmaps`,
+    )) as unknown as List;
+    // Only the six: the controller manager adds its kube-root-ca.crt to the namespace at its own time.
+    const ours = (list: List) =>
+      list.items
+        .filter((i) => i.metadata.name.startsWith('big-'))
+        .map((i) => [i.metadata.name, i.metadata.resourceVersion, i.data]);
+    assert.equal(ours(through).length, 6);
+    assert.deepEqual(ours(through), ours(direct));
+  } finally {
+    await spoke.delete(`/api/v1/namespaces/${ns}`);
+  }
+});
+
 test('upstream errors pass through unchanged', async () => {
   const err = await hub
     .get(`${proxyPrefix}/cluster1/proxy/api/v1/namespaces/default/configmaps/does-not-exist`)

@@ -27,12 +27,19 @@
  *   exec-rtt           one exec session (`cat`, SPDY) into a container on cluster1's real node:
  *                      32-byte round trips over stdin/stdout
  *
- * Flags: --reps=3 --scale=1 (multiplies the operation counts) --only=get-c1,... --keep
+ * Two more targets give the floor, what Node itself can do on this machine in the same run
+ * (floor-relay.ts, each a process of its own): `tls-floor`, a bare TLS relay to cluster1 (no HTTP),
+ * and `h2-floor`, a bare HTTPS/1.1-to-HTTP/2 relay of the gateway's shape (no auth, no log). The
+ * h2 floor does no upgrades, so it has no exec figure.
+ *
+ * Flags: --reps=3 --scale=1 (multiplies the operation counts) --only=get-c1,...
+ *        --targets=direct,tls-floor,h2-floor,gateway,go --keep
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { connect as netConnect } from 'node:net';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { LocalCluster } from '../../hack/localenv/apiserver.ts';
@@ -42,6 +49,7 @@ import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import { freePort } from '../../hack/localenv/ports.ts';
 import type { ManagedProcess } from '../../hack/localenv/supervisor.ts';
 import { waitFor } from '../../hack/localenv/wait.ts';
+import { gatewayNodeFlags } from '../../manager/addon/gateway-deploy/workload.ts';
 import type { KubeClient } from '../../shared/kube/client.ts';
 import { loadKubeconfig } from '../../shared/kube/kubeconfig.ts';
 import { SpdyConnection } from '../support/spdy/spdy.ts';
@@ -53,24 +61,34 @@ const proxyPrefix = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
+const targetNames = ['direct', 'tls-floor', 'h2-floor', 'gateway', 'go'] as const;
+type TargetName = (typeof targetNames)[number];
+
 interface Flags {
   reps: number;
   scale: number;
   only?: Set<string>;
+  targets: Set<TargetName>;
   keep: boolean;
 }
 
 function parseFlags(argv: string[]): Flags {
-  const flags: Flags = { reps: 3, scale: 1, keep: false };
+  const flags: Flags = { reps: 3, scale: 1, keep: false, targets: new Set(targetNames) };
   for (const arg of argv) {
     const [name, value = ''] = arg.replace(/^--/, '').split('=', 2) as [string, string | undefined];
     if (name === 'keep') flags.keep = true;
     else if (name === 'only') flags.only = new Set(value.split(','));
-    else if (name === 'reps' || name === 'scale') {
+    else if (name === 'targets') {
+      const names = value.split(',');
+      const unknown = names.filter((t) => !(targetNames as readonly string[]).includes(t));
+      if (unknown.length)
+        throw new Error(`unknown target ${unknown.join(',')}; targets are ${targetNames.join(',')}`);
+      flags.targets = new Set(names as TargetName[]);
+    } else if (name === 'reps' || name === 'scale') {
       const n = Number(value);
       if (!(n > 0) || (name === 'reps' && !Number.isInteger(n))) throw new Error(`bad value in ${arg}`);
       flags[name] = n;
-    } else throw new Error(`unknown flag ${arg}; use --reps=N --scale=X --only=a,b --keep`);
+    } else throw new Error(`unknown flag ${arg}; use --reps=N --scale=X --only=a,b --targets=a,b --keep`);
   }
   return flags;
 }
@@ -82,7 +100,7 @@ interface Tls {
 }
 
 interface Target {
-  name: 'direct' | 'gateway' | 'go';
+  name: TargetName;
   /** Base URL plus the path prefix that reaches cluster1. */
   base: string;
   tls: Tls;
@@ -117,6 +135,8 @@ function measured(target: Target): (samples: Sample[]) => Run {
 
 interface Workload {
   name: string;
+  /** Targets that cannot run it (the h2 floor does no upgrades). */
+  skip?: TargetName[];
   /** What one operation is, and several, for the table. */
   unit: string;
   units: string;
@@ -281,6 +301,7 @@ function workloads(spoke: KubeClient, exec: ExecTarget): Workload[] {
     },
     {
       name: 'exec-rtt',
+      skip: ['h2-floor'],
       unit: 'round trip',
       units: 'round trips',
       run: (t, s) => execRoundTrips(t, exec, n(1000, s)),
@@ -529,6 +550,69 @@ async function startGoGateway(
   return { process: process_, url };
 }
 
+/** The two floor relays (floor-relay.ts) to cluster1, each a process of its own, as targets. */
+async function startFloorRelays(env: Environment, cluster1: LocalCluster): Promise<Target[]> {
+  const direct = loadKubeconfig(cluster1.kubeconfig);
+  const serving = await env.hub.pki.ca.issue({
+    commonName: 'floor-relay',
+    dnsNames: ['localhost'],
+    ipAddresses: ['127.0.0.1'],
+    usage: 'server',
+  });
+  const configFile = path.join(stateDir, 'floor-relay.json');
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      cert: serving.cert,
+      key: serving.key,
+      upstream: direct.server,
+      upstreamCa: direct.options.ca,
+      upstreamCert: direct.options.cert,
+      upstreamKey: direct.options.key,
+    }),
+    { mode: 0o600 },
+  );
+  const targets: Target[] = [];
+  for (const mode of ['tls', 'h2'] as const) {
+    const port = await freePort();
+    const relay = env.supervisor.start(`${mode}-floor-relay`, process.execPath, {
+      // The gateway's Node flags, so the floor runs with the same heap settings; CG_FLOOR_NODE_FLAGS
+      // adds others, as CG_GATEWAY_NODE_FLAGS does for the gateway (e.g. --cpu-prof).
+      args: [
+        ...(process.env.CG_FLOOR_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
+        ...gatewayNodeFlags,
+        path.join(repoRoot, 'e2e', 'bench', 'floor-relay.ts'),
+        mode,
+        configFile,
+        String(port),
+      ],
+    });
+    await waitFor(
+      `the ${mode} floor relay to listen`,
+      () =>
+        new Promise<boolean>((resolve) => {
+          const probe = netConnect(port, '127.0.0.1', () => {
+            probe.destroy();
+            resolve(true);
+          }).on('error', () => resolve(false));
+        }),
+      { timeoutMs: 10_000, failFast: () => relay.assertRunning() },
+    );
+    targets.push({
+      name: `${mode}-floor`,
+      base: `https://127.0.0.1:${port}`,
+      tls: {
+        ca: env.hub.pki.ca.cert,
+        cert: direct.options.cert as string,
+        key: direct.options.key as string,
+      },
+      headers: {},
+      pid: relay.pid,
+    });
+  }
+  return targets;
+}
+
 // ---------------------------------------------------------------------------
 // Figures and tables.
 
@@ -571,30 +655,72 @@ function medianFigures(all: Figures[]): Figures {
   };
 }
 
-function table(workload: Workload, byTarget: Map<string, Figures>): string {
-  const d = byTarget.get('direct');
+const columnTitles: Record<TargetName, string> = {
+  direct: 'direct',
+  'tls-floor': 'TLS floor',
+  'h2-floor': 'H2 floor',
+  gateway: 'gateway',
+  go: 'Go',
+};
+
+const fmt = (v: number | undefined, digits = 2) =>
+  v === undefined
+    ? '—'
+    : v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined || b === 0 ? '—' : (a / b).toFixed(2);
+
+/** One workload in full: every figure of every target, and the gateway against Go and the floors. */
+function table(workload: Workload, byTarget: Map<string, Figures>, shown: TargetName[]): string {
   const g = byTarget.get('gateway');
-  const o = byTarget.get('go');
-  const fmt = (v: number | undefined, digits = 2) => (v === undefined ? '—' : v.toFixed(digits));
-  const ratio = (a: number | undefined, b: number | undefined) =>
-    a === undefined || b === undefined || b === 0 ? '—' : (a / b).toFixed(2);
-  const rows: [string, number | undefined, number | undefined, number | undefined, number][] = [
-    ['latency p50 (ms)', d?.p50, g?.p50, o?.p50, 2],
-    ['latency p99 (ms)', d?.p99, g?.p99, o?.p99, 2],
-    [`${workload.units} per second`, d?.opsPerSec, g?.opsPerSec, o?.opsPerSec, 0],
-    ['MB/s', d?.mbPerSec, g?.mbPerSec, o?.mbPerSec, 1],
-    [`proxy CPU µs per ${workload.unit}`, undefined, g?.cpuUsPerOp, o?.cpuUsPerOp, 0],
-    ['proxy RSS after (MB)', undefined, g?.rssMb, o?.rssMb, 0],
+  const rows: [string, (f: Figures) => number | undefined, number][] = [
+    ['latency p50 (ms)', (f) => f.p50, 2],
+    ['latency p99 (ms)', (f) => f.p99, 2],
+    [`${workload.units} per second`, (f) => f.opsPerSec, 0],
+    ['MB/s', (f) => f.mbPerSec, 1],
+    [`proxy CPU µs per ${workload.unit}`, (f) => f.cpuUsPerOp, 0],
+    ['proxy RSS after (MB)', (f) => f.rssMb, 0],
   ];
+  const against = (['go', 'tls-floor', 'h2-floor'] as const).filter((t) => shown.includes(t));
   return [
     `${workload.name} (per ${workload.unit})`,
-    '| figure | direct | gateway | Go | gateway / Go |',
-    '|---|---:|---:|---:|---:|',
-    ...rows.map(
-      ([name, a, b, c, digits]) =>
-        `| ${name} | ${fmt(a, digits)} | ${fmt(b, digits)} | ${fmt(c, digits)} | ${ratio(b, c)} |`,
-    ),
+    `| figure | ${shown.map((t) => columnTitles[t]).join(' | ')} | ${against.map((t) => `gateway / ${columnTitles[t]}`).join(' | ')} |`,
+    `|---|${shown.map(() => '---:').join('|')}|${against.map(() => '---:').join('|')}|`,
+    ...rows.map(([name, pick, digits]) => {
+      const cells = shown.map((t) => {
+        const f = byTarget.get(t);
+        return fmt(f ? pick(f) : undefined, digits);
+      });
+      const ratios = against.map((t) => {
+        const f = byTarget.get(t);
+        return ratio(g ? pick(g) : undefined, f ? pick(f) : undefined);
+      });
+      return `| ${name} | ${cells.join(' | ')} | ${ratios.join(' | ')} |`;
+    }),
   ].join('\n');
+}
+
+/**
+ * The headline: proxy CPU per operation of each workload, gateway against Go and the floors, and the
+ * RSS after the run (docs/benchmarks.md opens with it).
+ */
+function summary(selected: Workload[], medians: Map<string, Map<string, Figures>>): string {
+  const cpu = (w: string, t: TargetName) => medians.get(w)?.get(t)?.cpuUsPerOp;
+  const rss = (w: string, t: TargetName) => medians.get(w)?.get(t)?.rssMb;
+  const lines = [
+    '| workload | CPU per op: gateway | Go | TLS floor | H2 floor | gateway / Go | gateway / TLS floor | gateway / H2 floor | RSS MB: gateway / Go (ratio) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
+  ];
+  for (const w of selected) {
+    const unit = w.unit.includes('10 MB') ? 1000 : 1; // ms per 10 MB, µs otherwise
+    const show = (v: number | undefined) =>
+      v === undefined ? '—' : `${fmt(v / unit, unit > 1 ? 1 : 0)}${unit > 1 ? ' ms' : ' µs'}`;
+    const g = cpu(w.name, 'gateway');
+    lines.push(
+      `| ${w.name} | ${show(g)} | ${show(cpu(w.name, 'go'))} | ${show(cpu(w.name, 'tls-floor'))} | ${show(cpu(w.name, 'h2-floor'))} | ${ratio(g, cpu(w.name, 'go'))} | ${ratio(g, cpu(w.name, 'tls-floor'))} | ${ratio(g, cpu(w.name, 'h2-floor'))} | ${fmt(rss(w.name, 'gateway'), 0)} / ${fmt(rss(w.name, 'go'), 0)} (${ratio(rss(w.name, 'gateway'), rss(w.name, 'go'))}) |`,
+    );
+  }
+  return lines.join('\n');
 }
 
 // ---------------------------------------------------------------------------
@@ -629,7 +755,7 @@ try {
   const goGateway = await startGoGateway(env, frontProxy);
   const direct = loadKubeconfig(cluster1.kubeconfig);
   const aggregatorHeaders = { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' };
-  const targets: Target[] = [
+  const allTargets: Target[] = [
     {
       name: 'direct',
       base: direct.server,
@@ -654,14 +780,18 @@ try {
       headers: aggregatorHeaders,
       pid: goGateway.process.pid,
     },
+    ...(await startFloorRelays(env, cluster1)),
   ];
+  const targets = allTargets.filter((t) => flags.targets.has(t.name));
   const selected = workloads(cluster1.client, exec.pod).filter((w) => !flags.only || flags.only.has(w.name));
   const results = new Map<string, Map<string, Figures[]>>();
   for (let rep = 0; rep < flags.reps; rep++) {
     for (const workload of selected) {
       // Rotate the order each repetition, so no target always runs first (or right after another's load).
-      const order = [...targets.slice(rep % 3), ...targets.slice(0, rep % 3)];
+      const shift = rep % targets.length;
+      const order = [...targets.slice(shift), ...targets.slice(0, shift)];
       for (const target of order) {
+        if (workload.skip?.includes(target.name)) continue;
         log(`rep ${rep + 1}/${flags.reps} ${workload.name} ${target.name}`);
         const run = await workload.run(target, flags.scale);
         const perTarget = results.get(workload.name) ?? new Map<string, Figures[]>();
@@ -674,17 +804,20 @@ try {
     }
   }
   console.log(
-    `\nMedians of ${flags.reps} interleaved repetitions; direct = cluster1's kube-apiserver, gateway = this project, Go = oam-dev/cluster-gateway v1.9.1.`,
+    `\nMedians of ${flags.reps} interleaved repetitions; direct = cluster1's kube-apiserver, gateway = this project, Go = oam-dev/cluster-gateway v1.9.1, TLS floor and H2 floor = the bare Node relays of e2e/bench/floor-relay.ts.`,
   );
   console.log(
     "Proxy CPU counts the measured operations only, after each run's warm-up (a fifth of the count for get, list and stream).\n",
   );
+  const shown = targetNames.filter((t) => flags.targets.has(t));
+  const medians = new Map<string, Map<string, Figures>>();
   for (const workload of selected) {
     const perTarget = results.get(workload.name);
     if (!perTarget) continue;
-    const medians = new Map([...perTarget].map(([name, list]) => [name, medianFigures(list)]));
-    console.log(`${table(workload, medians)}\n`);
+    medians.set(workload.name, new Map([...perTarget].map(([name, list]) => [name, medianFigures(list)])));
+    console.log(`${table(workload, medians.get(workload.name) as Map<string, Figures>, shown)}\n`);
   }
+  console.log(`${summary(selected, medians)}\n`);
   if (flags.keep) {
     console.log(`--keep: the environment stays up until Ctrl-C (hub kubeconfig ${env.hub.kubeconfig}).`);
     await new Promise(() => {});

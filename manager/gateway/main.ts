@@ -180,7 +180,7 @@ const proxyIdentity = await startProxyIdentity({
 });
 
 // One connection pool per cluster, for proxied requests and health probes alike.
-const pools = createClusterPools({ http2: options.upstreamHttp2 });
+const pools = createClusterPools({ http2: options.upstreamHttp2, passThrough: options.upstreamPassthrough });
 const proxy = createClusterProxy({
   pools,
   logger: log,

@@ -176,3 +176,9 @@ test('--probe-verdict-key-file: read at start, its bytes the verdict key; unread
   assert.match(help, /ManagedClusters/);
   assert.match(help, /Every replica must get the same file/);
 });
+
+test('--upstream-passthrough is on by default; false sends reads the way of every other request', () => {
+  assert.equal(parsed([]).upstreamPassthrough, true);
+  assert.equal(parsed(['--upstream-passthrough=false']).upstreamPassthrough, false);
+  assert.throws(() => parseOptions(['--upstream-passthrough=maybe']), /upstream-passthrough/);
+});

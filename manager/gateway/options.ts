@@ -57,6 +57,7 @@ export interface GatewayOptions {
   rejectUnhealthy: boolean;
   /** Offer HTTP/2 to clusters (ALPN) for requests that are not upgrades (shared/transport/http2-sessions.ts). */
   upstreamHttp2: boolean;
+  upstreamPassthrough: boolean;
   authorizationAllowTtlSeconds: number;
   authorizationDenyTtlSeconds: number;
   logLevel: string;
@@ -180,6 +181,11 @@ export const gatewayFlags = {
     type: 'string',
     default: 'true',
     help: 'talk HTTP/2 to clusters that offer it (upgrades always use HTTP/1.1); false: HTTP/1.1 only',
+  },
+  'upstream-passthrough': {
+    type: 'string',
+    default: 'true',
+    help: 'send plain reads (GETs that are not watches) over kept-alive HTTP/1.1 connections and pass their bodies to the caller as the cluster framed them, the cheapest way to move bytes in Node; false: they go the way of every other request',
   },
   'authorization-allow-ttl': {
     type: 'string',
@@ -339,6 +345,7 @@ function optionsFrom(values: ParsedFlags<typeof gatewayFlags>): GatewayOptions {
     healthCheckMaxRate: integer('health-check-max-rate', str('health-check-max-rate'), 1, 100_000),
     rejectUnhealthy: bool('reject-unhealthy', str('reject-unhealthy')),
     upstreamHttp2: bool('upstream-http2', str('upstream-http2')),
+    upstreamPassthrough: bool('upstream-passthrough', str('upstream-passthrough')),
     authorizationAllowTtlSeconds: integer('authorization-allow-ttl', str('authorization-allow-ttl'), 0, 3600),
     authorizationDenyTtlSeconds: integer('authorization-deny-ttl', str('authorization-deny-ttl'), 0, 3600),
     logLevel,

@@ -11,8 +11,10 @@
  * - the cluster's answer, errors included, is passed on untouched; only when
  *   the cluster cannot be reached does the gateway answer itself, with a 503
  *   metav1.Status naming the cluster and the cause;
- * - a cluster that speaks HTTP/2 gets the request as a stream on a shared
- *   session (shared/transport/http2-sessions.ts), any other over the pool's HTTP/1.1 Agent.
+ * - a plain read (a body-less GET, not a watch) goes over a kept-alive HTTP/1.1 connection and its
+ *   body passes through as the cluster framed it (passthrough.ts: the cheapest way to move bytes);
+ * - any other request to a cluster that speaks HTTP/2 is a stream on a shared session
+ *   (shared/transport/http2-sessions.ts), else it goes over the pool's HTTP/1.1 Agent.
  */
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import http2 from 'node:http2';
@@ -23,6 +25,7 @@ import { type ProxyAccess, type ProxyContext, reportCompletion } from './context
 import { type Framing, requestFraming } from './framing.ts';
 import { downstreamHeaders } from './headers.ts';
 import { http1ResponseHeaders, http2RequestHeaders } from './http2-headers.ts';
+import { passThrough, passThroughHead } from './passthrough.ts';
 import { errorMessage, refusal, unreachable, writeStatus } from './reply.ts';
 import { isStreamingRequest, joinUpstreamPath } from './upstream-path.ts';
 import { forwardedHeaders, openUpstreamRequest } from './upstream-request.ts';
@@ -86,6 +89,18 @@ export function forwardRequest(
   if (streaming) req.socket.setNoDelay(true);
   Object.assign(exchange, { req, res, cluster, upstream, upstreamPath, context, identity, streaming });
   const ready = exchange as Exchange;
+  // A plain read's body passes through as the cluster framed it (passthrough.ts); watches stay on HTTP/2.
+  if (upstream.http1 && !streaming && req.method === 'GET') {
+    const head = passThroughHead(req, res, upstream, upstreamPath, bodyFraming(req), identity);
+    if (head) {
+      passThrough(
+        Object.assign(ready, { fail: (error: string) => failed(ready, error) }),
+        upstream.http1,
+        head,
+      );
+      return;
+    }
+  }
   // CONNECT means something else on HTTP/2 (RFC 9113 §8.5); kube-apiserver serves no such verb anyway.
   if (upstream.http2 && upstream.http2.protocol !== 'http/1.1' && req.method !== 'CONNECT') {
     overHttp2(ready, upstream.http2);
@@ -239,6 +254,15 @@ function overHttp2(exchange: Exchange, sessions: Http2Sessions): void {
       }
     });
   send();
+}
+
+/** The request's framing, or undefined when the other paths must refuse it (framing.ts). */
+function bodyFraming(req: IncomingMessage): Framing | undefined {
+  try {
+    return requestFraming(req);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The upstream failed: a 503 if nothing was answered yet, else a truncated response. */

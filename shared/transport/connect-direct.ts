@@ -8,7 +8,7 @@ import https from 'node:https';
 import type tls from 'node:tls';
 import { type Dial, deadline } from './deadline.ts';
 import { dialWith } from './dialed-agent.ts';
-import { http2Over } from './http2-connector.ts';
+import { http1Over, http2Over } from './http2-connector.ts';
 import { authorizationOf, type DirectEndpoint, type EgressEndpoint, type TransportTarget } from './target.ts';
 import { type ContextGetter, contextOf, poolTls, serverNameOf } from './tls-context.ts';
 import { agentOptions, type ConnectedUpstream, type PoolSettings, type UpstreamParts } from './upstream.ts';
@@ -58,15 +58,17 @@ export function connectUrl(
   } else {
     limitConnect(agent, tlsSetup?.context, settings.connectTimeoutMs);
   }
+  const connection = {
+    host: hostname,
+    port,
+    ...serverNameOf(hostname),
+    rejectUnauthorized: !endpoint.insecure,
+  };
   const http2 = tlsSetup
-    ? http2Over(
-        settings,
-        `https://${url.host}`,
-        { host: hostname, port, ...serverNameOf(hostname), rejectUnauthorized: !endpoint.insecure },
-        tlsSetup.context,
-        dial,
-      )
+    ? http2Over(settings, `https://${url.host}`, connection, tlsSetup.context, dial)
     : undefined;
+  const http1 =
+    tlsSetup && settings.passThrough ? http1Over(settings, connection, tlsSetup.context, dial) : undefined;
   const authorization = authorizationOf(target.credential);
   const upstream: UpstreamParts = {
     name: target.name,
@@ -79,6 +81,7 @@ export function connectUrl(
     hostHeader: url.host,
     ...(authorization ? { authorization } : {}),
     ...(http2 ? { http2 } : {}),
+    ...(http1 ? { http1 } : {}),
   };
   return { upstream, ...(tlsSetup?.trust ? { trust: tlsSetup.trust } : {}) };
 }

@@ -4,6 +4,7 @@
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { type Dial, deadline, dialWithin } from './deadline.ts';
+import { Http1Connections } from './http1-connections.ts';
 import { Http2Sessions } from './http2-sessions.ts';
 import type { PoolSettings } from './upstream.ts';
 
@@ -21,15 +22,28 @@ export function http2Over(
   return settings.http2
     ? new Http2Sessions({
         authority,
-        connect: tlsConnector(connection, context, dial, settings.connectTimeoutMs),
+        connect: tlsConnector(connection, context, dial, settings.connectTimeoutMs, ['h2', 'http/1.1']),
         idleTimeoutMs: settings.idleTimeoutMs,
       })
     : undefined;
 }
 
+/** The pool's kept-alive HTTP/1.1 connections for bodies passed through, made as the sessions' are. */
+export function http1Over(
+  settings: PoolSettings,
+  connection: tls.ConnectionOptions,
+  context: () => tls.SecureContext,
+  dial?: Dial,
+): Http1Connections {
+  return new Http1Connections({
+    connect: tlsConnector(connection, context, dial, settings.connectTimeoutMs, ['http/1.1']),
+    idleTimeoutMs: settings.idleTimeoutMs,
+  });
+}
+
 /**
- * Opens one TLS connection for an HTTP/2 session, offering ALPN h2 and http/1.1: directly, or over
- * a dialled stream (egress proxy, agent tunnel). The deadline covers the dial and the handshake.
+ * Opens one TLS connection offering `alpn` (h2 and http/1.1 for an HTTP/2 session, http/1.1 alone
+ * for a pass-through connection): directly, or over a dialled stream (egress proxy, agent tunnel). The deadline covers the dial and the handshake.
  * Each connection offers the TLS session of the last one that completed its handshake (verified),
  * as https.Agent does for its own: a cluster whose session idled out resumes instead of paying a
  * full handshake and the certificate check again.
@@ -39,6 +53,7 @@ function tlsConnector(
   context: () => tls.SecureContext,
   dial: Dial | undefined,
   timeoutMs: number,
+  alpn: string[],
 ): () => Promise<tls.TLSSocket> {
   let lastSession: Buffer | undefined;
   const handshake = (stream: Duplex | undefined, waitMs: number) =>
@@ -48,7 +63,7 @@ function tlsConnector(
         ...(stream ? { socket: stream } : {}),
         ...(lastSession ? { session: lastSession } : {}),
         secureContext: context(),
-        ALPNProtocols: ['h2', 'http/1.1'],
+        ALPNProtocols: alpn,
       });
       deadline(opened, 'secureConnect', waitMs, timeoutMs);
       // Kept only from a connection whose handshake (and so its certificate check) succeeded.

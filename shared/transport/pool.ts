@@ -56,6 +56,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
     connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 30_000,
     http2: options.http2 !== false,
+    passThrough: options.passThrough === true,
   };
   const entries = new Map<string, Entry>();
   const retired = new Set<Upstream>();
@@ -79,7 +80,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       const { agent } = upstream;
       if (countSockets(agent.sockets) === 0 && countSockets(agent.requests) === 0) {
         agent.destroy();
-        if (upstream.http2?.drained ?? true) retired.delete(upstream);
+        if ((upstream.http2?.drained ?? true) && (upstream.http1?.drained ?? true)) retired.delete(upstream);
       }
     }
   }
@@ -93,8 +94,14 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
     for (const list of Object.values(agent.freeSockets)) for (const socket of list ?? []) socket.destroy();
     // Each session closes (GOAWAY) once its last stream is done.
     upstream.http2?.retire();
-    if (countSockets(agent.sockets) > 0 || !(upstream.http2?.drained ?? true)) retired.add(upstream);
-    else agent.destroy();
+    upstream.http1?.retire();
+    if (
+      countSockets(agent.sockets) > 0 ||
+      !(upstream.http2?.drained ?? true) ||
+      !(upstream.http1?.drained ?? true)
+    ) {
+      retired.add(upstream);
+    } else agent.destroy();
   }
 
   return {
@@ -140,15 +147,21 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
         http2Streams: 0,
         perCluster: [],
       };
-      const add = ({ agent, http2 }: Upstream, oneShotOpen = 0): number => {
-        stats.activeSockets += countSockets(agent.sockets) + oneShotOpen;
-        stats.idleSockets += countSockets(agent.freeSockets);
+      const add = ({ agent, http2, http1 }: Upstream, oneShotOpen = 0): number => {
+        const passThrough = http1?.stats() ?? { active: 0, idle: 0 };
+        stats.activeSockets += countSockets(agent.sockets) + oneShotOpen + passThrough.active;
+        stats.idleSockets += countSockets(agent.freeSockets) + passThrough.idle;
         stats.queuedRequests += countSockets(agent.requests);
         const sessions = http2?.stats() ?? { sessions: 0, streams: 0 };
         stats.http2Sessions += sessions.sessions;
         stats.http2Streams += sessions.streams;
         return (
-          countSockets(agent.sockets) + countSockets(agent.freeSockets) + sessions.sessions + oneShotOpen
+          countSockets(agent.sockets) +
+          countSockets(agent.freeSockets) +
+          sessions.sessions +
+          oneShotOpen +
+          passThrough.active +
+          passThrough.idle
         );
       };
       for (const [cluster, entry] of entries)
@@ -162,6 +175,7 @@ export function createConnectionPools(options: PoolOptions = {}): ConnectionPool
       for (const upstream of [...[...entries.values()].map((entry) => entry.upstream), ...retired]) {
         upstream.agent.destroy();
         upstream.http2?.destroy();
+        upstream.http1?.destroy();
       }
       entries.clear();
       retired.clear();

@@ -8,6 +8,7 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TunnelStreamKind } from '../tunnel/protocol.ts';
+import type { Http1Connections } from './http1-connections.ts';
 import type { Http2Sessions } from './http2-sessions.ts';
 import type { OneShotTrust } from './one-shot-tls.ts';
 import type { TunnelDialEndpoint } from './target.ts';
@@ -33,6 +34,11 @@ export interface Upstream {
    * cluster has answered ALPN with http/1.1. Absent for plain-HTTP endpoints.
    */
   http2?: Http2Sessions;
+  /**
+   * Kept-alive HTTP/1.1 connections for the reads whose body passes through untouched
+   * (shared/forward/passthrough.ts), on every TLS endpoint but tunnels. Absent for plain-HTTP ones.
+   */
+  http1?: Http1Connections;
   /**
    * Opens one connection of this pool's kind (direct, through the egress proxy or the agent tunnel,
    * TLS with the pool's context, resuming the TLS session the pool last had) for a single request
@@ -61,6 +67,11 @@ export interface PoolOptions {
   idleTimeoutMs?: number;
   /** Offer HTTP/2 to TLS endpoints (default true); false keeps every request on the Agents. */
   http2?: boolean;
+  /**
+   * Pass the bodies of plain reads through over kept-alive HTTP/1.1 connections to TLS endpoints
+   * (shared/forward/passthrough.ts; default false here, on in the gateway: --upstream-passthrough).
+   */
+  passThrough?: boolean;
 }
 
 /** The pools' options with their defaults applied, as every connector reads them. */
@@ -68,6 +79,7 @@ export interface PoolSettings {
   connectTimeoutMs: number;
   idleTimeoutMs: number;
   http2: boolean;
+  passThrough: boolean;
 }
 
 /** Options of every pool's Agent. */

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import type { UserInfo } from '../../../shared/identity/user.ts';
 import { listen, type TestServer, testPki } from '../../../shared/transport/test-kit.ts';
 import type { ClusterTarget, ConstEndpoint, Credential, Endpoint } from '../clusters/cluster.ts';
-import { type ClusterProxy, createClusterProxy } from './cluster-proxy.ts';
+import { type ClusterProxy, type ClusterProxyOptions, createClusterProxy } from './cluster-proxy.ts';
 import { parseProxyPath } from './path.ts';
 
 export { headerValues, type Reply, send } from '../../../shared/forward/test-kit.ts';
@@ -61,8 +61,11 @@ export interface ProxyFixture {
 }
 
 /** A fresh ClusterProxy behind a front server whose one cluster, "c1", is `upstream` (Const endpoint). */
-export async function proxyTo(upstream: TestServer): Promise<ProxyFixture> {
-  const proxy = createClusterProxy();
+export async function proxyTo(
+  upstream: TestServer,
+  options: ClusterProxyOptions = {},
+): Promise<ProxyFixture> {
+  const proxy = createClusterProxy(options);
   const target = clusterTarget('c1', await constEndpoint(upstream.port));
   const front = await startFront(proxy, (name) => (name === 'c1' ? target : undefined));
   return {
