@@ -8,6 +8,15 @@
  * and per trust configuration. The cached result still expires with the
  * certificate, and a new ConfigMap revision (new `roots` array) misses the
  * cache by identity.
+ *
+ * A verified certificate is also remembered by its SHA-256 fingerprint, for
+ * the next connection that presents it: the aggregator opens a connection per
+ * watch it ends, always with the same front-proxy certificate, and the chain
+ * check plus parsing the subject cost each new connection about 6 % of a watch
+ * start's CPU (profile in docs/benchmarks-log.md, "Watch start"). Sound because
+ * the TLS handshake of every connection proves possession of the certificate's
+ * key, and whether a certificate chains to the roots does not depend on who
+ * presents it. Only successes are remembered, at most MAX_REMEMBERED of them.
  */
 import type { IncomingMessage } from 'node:http';
 import { peerCertificates, subjectNames, verifyClientChain } from '../../../shared/x509-chain.ts';
@@ -24,6 +33,10 @@ interface Cached {
 
 const cache = new WeakMap<object, WeakMap<object, Cached>>();
 
+/** Certificates verified on earlier connections, by fingerprint: a few callers (the aggregator's replicas), bounded. */
+const MAX_REMEMBERED = 64;
+const byFingerprint = new Map<string, Cached & { roots: object }>();
+
 /** Undefined when the connection carries no client certificate. */
 export function verifyPeer(
   req: IncomingMessage,
@@ -37,13 +50,26 @@ export function verifyPeer(
 
   const peer = peerCertificates(req);
   if (!peer) return undefined;
-  const verification = verifyClientChain(peer, roots, now);
-  const result: PeerVerification = verification.ok
-    ? { ok: true, ...subjectNames(peer.leaf) }
-    : { ok: false, reason: verification.reason };
-  const until = verification.ok ? Date.parse(peer.leaf.validTo) : now.getTime() + 1000;
+  const fingerprint = peer.leaf.fingerprint256;
+  const known = byFingerprint.get(fingerprint);
+  let cached: Cached;
+  if (known && known.roots === roots && now.getTime() < known.until) {
+    cached = known;
+  } else {
+    const verification = verifyClientChain(peer, roots, now);
+    const result: PeerVerification = verification.ok
+      ? { ok: true, ...subjectNames(peer.leaf) }
+      : { ok: false, reason: verification.reason };
+    const until = verification.ok ? Date.parse(peer.leaf.validTo) : now.getTime() + 1000;
+    cached = { result, until };
+    if (verification.ok) {
+      if (byFingerprint.size >= MAX_REMEMBERED)
+        byFingerprint.delete(byFingerprint.keys().next().value as string);
+      byFingerprint.set(fingerprint, { ...cached, roots });
+    }
+  }
   const entries = byRoots ?? new WeakMap<object, Cached>();
-  entries.set(roots, { result, until });
+  entries.set(roots, cached);
   if (!byRoots) cache.set(socket, entries);
-  return result;
+  return cached.result;
 }
