@@ -30,7 +30,9 @@
  * Two more targets give the floor, what Node itself can do on this machine in the same run
  * (floor-relay.ts, each a process of its own): `tls-floor`, a bare TLS relay to cluster1 (no HTTP),
  * and `h2-floor`, a bare HTTPS/1.1-to-HTTP/2 relay of the gateway's shape (no auth, no log). The
- * h2 floor does no upgrades, so it has no exec figure.
+ * h2 floor does no upgrades, so it has no exec figure. And `gateway-h2`: a second gateway process
+ * with --upstream-passthrough=false, reads over HTTP/2 as before they passed through, for the
+ * change's effect in the same run.
  *
  * Flags: --reps=3 --scale=1 (multiplies the operation counts) --only=get-c1,...
  *        --targets=direct,tls-floor,h2-floor,gateway,go --keep
@@ -44,6 +46,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { LocalCluster } from '../../hack/localenv/apiserver.ts';
 import { repoRoot } from '../../hack/localenv/binaries.ts';
+import { compileCacheEnv } from '../../hack/localenv/compile-cache.ts';
 import { type Environment, startEnvironment } from '../../hack/localenv/environment.ts';
 import { credentialNamespace } from '../../hack/localenv/gateway.ts';
 import { freePort } from '../../hack/localenv/ports.ts';
@@ -61,7 +64,7 @@ const proxyPrefix = '/apis/cluster.core.oam.dev/v1alpha1/clustergateways/cluster
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
-const targetNames = ['direct', 'tls-floor', 'h2-floor', 'gateway', 'go'] as const;
+const targetNames = ['direct', 'tls-floor', 'h2-floor', 'gateway', 'gateway-h2', 'go'] as const;
 type TargetName = (typeof targetNames)[number];
 
 interface Flags {
@@ -550,6 +553,54 @@ async function startGoGateway(
   return { process: process_, url };
 }
 
+/** A second gateway, the same as the environment's but with --upstream-passthrough=false. */
+async function startGatewayWithoutPassThrough(env: Environment, frontProxy: Tls): Promise<Target> {
+  const gateway = env.gateway;
+  if (!gateway) throw new Error('the environment has no gateway');
+  const dir = path.join(stateDir, 'gateway');
+  const port = await freePort();
+  const process_ = env.supervisor.start('cluster-gateway-h2', process.execPath, {
+    env: compileCacheEnv,
+    args: [
+      ...gatewayNodeFlags,
+      path.join(repoRoot, 'manager', 'gateway', 'main.ts'),
+      `--secure-port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--tls-cert-file=${path.join(dir, 'tls.crt')}`,
+      `--tls-private-key-file=${path.join(dir, 'tls.key')}`,
+      `--kubeconfig=${gateway.kubeconfig}`,
+      `--secret-namespace=${credentialNamespace}`,
+      '--health-check-interval=2',
+      '--upstream-passthrough=false',
+    ],
+  });
+  const url = `https://127.0.0.1:${port}`;
+  await waitFor(
+    'the second gateway to answer the proxy',
+    () =>
+      new Promise<boolean>((resolve) => {
+        https
+          .get(
+            `${url}${proxyPrefix}/api/v1/namespaces/default`,
+            { ...frontProxy, headers: { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' } },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode === 200);
+            },
+          )
+          .on('error', () => resolve(false));
+      }),
+    { timeoutMs: 60_000, failFast: () => process_.assertRunning() },
+  );
+  return {
+    name: 'gateway-h2',
+    base: `${url}${proxyPrefix}`,
+    tls: frontProxy,
+    headers: { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' },
+    pid: process_.pid,
+  };
+}
+
 /** The two floor relays (floor-relay.ts) to cluster1, each a process of its own, as targets. */
 async function startFloorRelays(env: Environment, cluster1: LocalCluster): Promise<Target[]> {
   const direct = loadKubeconfig(cluster1.kubeconfig);
@@ -660,6 +711,7 @@ const columnTitles: Record<TargetName, string> = {
   'tls-floor': 'TLS floor',
   'h2-floor': 'H2 floor',
   gateway: 'gateway',
+  'gateway-h2': 'gateway, reads over HTTP/2',
   go: 'Go',
 };
 
@@ -681,7 +733,7 @@ function table(workload: Workload, byTarget: Map<string, Figures>, shown: Target
     [`proxy CPU µs per ${workload.unit}`, (f) => f.cpuUsPerOp, 0],
     ['proxy RSS after (MB)', (f) => f.rssMb, 0],
   ];
-  const against = (['go', 'tls-floor', 'h2-floor'] as const).filter((t) => shown.includes(t));
+  const against = (['gateway-h2', 'go', 'tls-floor', 'h2-floor'] as const).filter((t) => shown.includes(t));
   return [
     `${workload.name} (per ${workload.unit})`,
     `| figure | ${shown.map((t) => columnTitles[t]).join(' | ')} | ${against.map((t) => `gateway / ${columnTitles[t]}`).join(' | ')} |`,
@@ -708,8 +760,8 @@ function summary(selected: Workload[], medians: Map<string, Map<string, Figures>
   const cpu = (w: string, t: TargetName) => medians.get(w)?.get(t)?.cpuUsPerOp;
   const rss = (w: string, t: TargetName) => medians.get(w)?.get(t)?.rssMb;
   const lines = [
-    '| workload | CPU per op: gateway | Go | TLS floor | H2 floor | gateway / Go | gateway / TLS floor | gateway / H2 floor | RSS MB: gateway / Go (ratio) |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
+    '| workload | CPU per op: gateway | reads over HTTP/2 | Go | TLS floor | H2 floor | gateway / Go | gateway / TLS floor | gateway / H2 floor | RSS MB: gateway / Go (ratio) |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const w of selected) {
     const unit = w.unit.includes('10 MB') ? 1000 : 1; // ms per 10 MB, µs otherwise
@@ -717,7 +769,7 @@ function summary(selected: Workload[], medians: Map<string, Map<string, Figures>
       v === undefined ? '—' : `${fmt(v / unit, unit > 1 ? 1 : 0)}${unit > 1 ? ' ms' : ' µs'}`;
     const g = cpu(w.name, 'gateway');
     lines.push(
-      `| ${w.name} | ${show(g)} | ${show(cpu(w.name, 'go'))} | ${show(cpu(w.name, 'tls-floor'))} | ${show(cpu(w.name, 'h2-floor'))} | ${ratio(g, cpu(w.name, 'go'))} | ${ratio(g, cpu(w.name, 'tls-floor'))} | ${ratio(g, cpu(w.name, 'h2-floor'))} | ${fmt(rss(w.name, 'gateway'), 0)} / ${fmt(rss(w.name, 'go'), 0)} (${ratio(rss(w.name, 'gateway'), rss(w.name, 'go'))}) |`,
+      `| ${w.name} | ${show(g)} | ${show(cpu(w.name, 'gateway-h2'))} | ${show(cpu(w.name, 'go'))} | ${show(cpu(w.name, 'tls-floor'))} | ${show(cpu(w.name, 'h2-floor'))} | ${ratio(g, cpu(w.name, 'go'))} | ${ratio(g, cpu(w.name, 'tls-floor'))} | ${ratio(g, cpu(w.name, 'h2-floor'))} | ${fmt(rss(w.name, 'gateway'), 0)} / ${fmt(rss(w.name, 'go'), 0)} (${ratio(rss(w.name, 'gateway'), rss(w.name, 'go'))}) |`,
     );
   }
   return lines.join('\n');
@@ -781,6 +833,7 @@ try {
       pid: goGateway.process.pid,
     },
     ...(await startFloorRelays(env, cluster1)),
+    ...(flags.targets.has('gateway-h2') ? [await startGatewayWithoutPassThrough(env, frontProxy)] : []),
   ];
   const targets = allTargets.filter((t) => flags.targets.has(t.name));
   const selected = workloads(cluster1.client, exec.pod).filter((w) => !flags.only || flags.only.has(w.name));

@@ -8,8 +8,9 @@
  * Why: the body is most of what a LIST costs, and in Node each piece of it otherwise crosses
  * llhttp or nghttp2, a stream, and ServerResponse's chunk framing (a size line, the data and a CRLF
  * written as three buffers that TLS then copies into one). Measured on the 2-core machine
- * (docs/benchmarks-log.md, "Bodies passed through"): a 10 MB LIST from a Go server cost the relaying
- * process 22.3 ms over HTTP/2 and 14.5 ms passed through; a 514 KB LIST 1.74 and 1.24 ms. Watches
+ * (docs/benchmarks-log.md, "Bodies passed through"), the gateway's CPU per LIST from kube-apiserver,
+ * means of interleaved runs: 10 MB, 31 ms passed through against 58 over HTTP/2; 514 KB, 6.1 ms
+ * against 7.5 (10 ms ticks, 150 LISTs each). Watches
  * and followed logs stay on HTTP/2, where a caller that leaves costs a stream reset instead of a
  * connection; writes stay on the paths of request.ts, which stream a body upward.
  *
@@ -208,6 +209,19 @@ function relay(
   socket.write(head);
 }
 
+/**
+ * Bytes that may wait for a slow caller before the cluster's connection is paused: the bound the
+ * HTTP/2 path gets from its 1 MiB stream window (shared/transport/http2-sessions.ts). Pausing at
+ * the socket's own 16 KB mark instead cost a 10 MB LIST 40 ms of CPU against 31 (means of 40
+ * interleaved LISTs from kube-apiserver, docs/benchmarks-log.md "Bodies passed through"): a pause
+ * and a resume for every few records, and the records piling up between them.
+ */
+const MAX_WAITING_FOR_CALLER = 1 << 20;
+
+function overLimit(out: tls.TLSSocket): boolean {
+  return out.writableLength > MAX_WAITING_FOR_CALLER;
+}
+
 /** Where the body of one response stands: 'done' at its end, 'trailing' if bytes followed it. */
 type PushOutcome = 'more' | 'pause' | 'done' | 'trailing';
 
@@ -238,7 +252,7 @@ function startBody(exchange: PassThroughExchange, answer: ResponseHead): BodyRel
         const take = Math.min(remaining, piece.length);
         remaining -= take;
         const drained = out.write(take === piece.length ? piece : piece.subarray(0, take));
-        if (remaining > 0) return drained ? 'more' : 'pause';
+        if (remaining > 0) return drained || !overLimit(out) ? 'more' : 'pause';
         return take < piece.length ? 'trailing' : 'done';
       },
     };
@@ -254,7 +268,7 @@ function startBody(exchange: PassThroughExchange, answer: ResponseHead): BodyRel
       if (forwardEnd > 0)
         drained = out.write(forwardEnd === piece.length ? piece : piece.subarray(0, forwardEnd));
       if (done) return trailing ? 'trailing' : 'done';
-      return drained ? 'more' : 'pause';
+      return drained || !overLimit(out) ? 'more' : 'pause';
     },
   };
 }
