@@ -3,7 +3,7 @@
 # One image, three entry points (the chart and the agent's ManifestWork name the command):
 #   node /app/manager/addon/main.ts     the addon manager (hub)
 #   node --max-semi-space-size=2 --expose-gc /app/manager/gateway/main.ts   the gateway (hub; the default command)
-#   node /app/agent/main.ts             the agent (managed clusters)
+#   node --no-opt --no-maglev --max-semi-space-size=1 --v8-pool-size=1 /app/agent/main.ts   the agent (managed clusters)
 # Node 24 runs the TypeScript sources directly (type stripping): nothing is compiled, and the image
 # holds the sources, production dependencies and Node's compile cache, which keeps the agent under its
 # memory budget (docs/benchmarks-log.md, "Agent footprint").
@@ -33,12 +33,15 @@ RUN find shared manager agent \( -name '*.test.ts' -o -name 'test-kit.ts' -o -na
 # Node names its compile-cache folder after the V8 flags and the user id (v24.x-x64-<hash of flags>-<uid>):
 # a cache filled as root, or without a program's own flags, is never found by the pods. So each program
 # fills it as the pods run it: user 65532, the same Node flags (the gateway's as the manager's Deployment
-# of it sets them, manager/addon/gateway-deploy/workload.ts).
+# of it sets them, manager/addon/gateway-deploy/workload.ts; the agent's as its ManifestWork does,
+# manager/addon/deploy/agent-manifests.ts). The agent imports tunnel/impersonation.ts only with the
+# no-credential trust model, which --help does not load: running that module warms it.
 USER 65532:65532
 ENV NODE_COMPILE_CACHE=/app/.cache/node-compile-cache
 RUN node manager/addon/main.ts --help > /dev/null \
  && node --max-semi-space-size=2 --expose-gc manager/gateway/main.ts --help > /dev/null \
- && node agent/main.ts --help > /dev/null \
+ && node --no-opt --no-maglev --max-semi-space-size=1 --v8-pool-size=1 agent/main.ts --help > /dev/null \
+ && node --no-opt --no-maglev --max-semi-space-size=1 --v8-pool-size=1 agent/tunnel/impersonation.ts \
  && chmod -R a+rX /app/.cache/node-compile-cache
 
 FROM ${NODE_IMAGE}

@@ -11,7 +11,6 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import pino from 'pino';
 import { optionsOrExit } from '../shared/cli-flags.ts';
 import {
   describeDecision,
@@ -25,11 +24,11 @@ import { type Connection, loadInCluster, loadKubeconfig } from './connection/kub
 import { ReloadingClient } from './connection/reloading-client.ts';
 import { createAgentServer, createMetricsServer } from './http.ts';
 import { HubCredentialWriter } from './hub-credential.ts';
+import { createLogger } from './log.ts';
 import { AgentMetrics } from './metrics.ts';
 import { type AgentOptions, helpText, parseOptions } from './options.ts';
 import { Renewer } from './renewer.ts';
 import { serviceAccountOwner } from './service-account.ts';
-import { ImpersonatingServer } from './tunnel/impersonation.ts';
 import { TunnelMetrics } from './tunnel/metrics.ts';
 import { relayTargetOf } from './tunnel/relay.ts';
 import { TunnelClient } from './tunnel/tunnel-client.ts';
@@ -47,7 +46,7 @@ const options: AgentOptions = optionsOrExit(
 );
 
 // Log lines carry names and reasons only: no kubeconfig, token or key is ever passed to the logger.
-const log = pino({
+const log = createLogger({
   level: options.logLevel,
   base: { component: 'cluster-gateway-agent', cluster: options.clusterName },
 });
@@ -150,9 +149,12 @@ const stop = new AbortController();
 let tunnelLoop: Promise<void> | undefined;
 // The no-credential trust model: requests the gateway sends on impersonation streams run with this
 // agent's own credential, as the hub caller (tunnel/impersonation.ts). Off: such streams are refused.
+// Imported only for that model: its module graph (shared/forward) costs the default model about 1.5 MiB
+// of RSS (npm run bench:image, issue 33). The image's compile cache holds it all the same
+// (the Dockerfile warms it by running tunnel/impersonation.ts), so this import never loads Node's stripper.
 const impersonation =
   options.trustModel === 'no-credential'
-    ? new ImpersonatingServer({
+    ? new (await import('./tunnel/impersonation.ts')).ImpersonatingServer({
         cluster: options.clusterName,
         spoke: loadSpoke,
         route: proxyRoute,

@@ -263,7 +263,7 @@ export function agentDeployment(
               name: agentContainerName,
               image: values.image,
               imagePullPolicy: 'IfNotPresent',
-              command: ['node', '/app/agent/main.ts'],
+              command: ['node', ...agentNodeFlags, '/app/agent/main.ts'],
               // Through the agent's own flag table (agent/options.ts): a flag it lacks does not compile.
               args: renderAgentArgs({
                 'cluster-name': cluster,
@@ -297,6 +297,24 @@ export function agentDeployment(
     },
   };
 }
+
+/**
+ * Node flags of the agent process. Its budget is 80 MB of RSS idle in its container (`npm run bench:image`,
+ * issue 33): 78.4 MiB before these flags, lazy impersonation and no pino (agent/main.ts, agent/log.ts).
+ * - `--no-opt --no-maglev`: V8's optimizing compilers never run, so their machine code (part of the node
+ *   binary) is never paged in: about 8 MB less RSS. The agent's JavaScript is lease renewals every 5 s
+ *   and, per tunnelled chunk, Node's stream plumbing around native TLS and HTTP/2: a relay of the
+ *   agent's shape spent 9.3 ms per MiB with them against 10.0 without (medians of 7 rounds, 100 MiB
+ *   each, on the 2-core machine; within the noise), at the same throughput; for 1 KB echoed one at a
+ *   time, 114 µs per round trip against 112 (medians of 7 rounds of 5,000).
+ * - `--max-semi-space-size=1`: V8's young generation grows its semi-spaces to 8 MB while the agent loads
+ *   its modules and keeps them; capped at 1 MB the idle agent is about 2 MiB smaller.
+ * - `--v8-pool-size=1`: one V8 background thread instead of one per core: about 1 MiB less of thread
+ *   stacks and malloc arenas. With the previous flag, the relay above spent 10.0 ms per MiB against
+ *   16.2 with Node's defaults (fewer threads competing for 2 cores, smaller young generation).
+ * The Dockerfile warms the compile cache with the same flags (they are part of its key).
+ */
+export const agentNodeFlags = ['--no-opt', '--no-maglev', '--max-semi-space-size=1', '--v8-pool-size=1'];
 
 /** The agent's trust-model flags, when the config picks a model. */
 function tunnelFlags(addon: Pick<AddonDefinition, 'name'>, values: AgentValues): AgentFlagValues {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { defineAddon } from '../core/addon.ts';
 import type { ManagedClusterAddOn, ManifestWork } from '../core/resources.ts';
-import { agentCompileCache } from './agent-manifests.ts';
+import { agentCompileCache, agentNodeFlags } from './agent-manifests.ts';
 import { agentValues } from './deployment-config.ts';
 import {
   deployWork,
@@ -88,7 +88,7 @@ describe('deploy ManifestWork', () => {
       { name: 'hub-kubeconfig', secret: { secretName: 'cluster-gateway-hub-kubeconfig' } },
     ]);
     const c = pod.containers[0];
-    assert.deepEqual(c.command, ['node', '/app/agent/main.ts']);
+    assert.deepEqual(c.command, ['node', ...agentNodeFlags, '/app/agent/main.ts']);
     assert.deepEqual(c.args, [
       '--cluster-name=cluster1',
       '--addon-name=cluster-gateway',
