@@ -27,8 +27,15 @@
  * the hub kube-apiserver's relay (and its TLS decryption and encryption).
  * The paths alternate, --rounds times, and each figure is the median over rounds.
  *
+ * It ends with a per-hop table of the tunnelled raw stream: each process's CPU per MiB (the median over
+ * every raw run), and the throughput that hop alone would allow with a core of its own (1000 / ms per
+ * MiB): on two shared cores the hops queue for the same CPU, in a deployment each runs on its own. The
+ * gateway's CPU per tunnelled MiB is set against its CPU per direct MiB (target: at most 1.3x), and one
+ * `headline:` line carries the figures for the lead's summary table.
+ *
  * Flags: --requests=N (2000) --concurrency=C (8) --serial=S (500) --warmup=W (500) --blob-mib=M (100)
  *        --blob-runs=R (3) --rounds=K (2) --keep (leave the environment running)
+ *        --only=direct,tunnel,port (run only these paths, e.g. to profile one: the comparisons need all three)
  */
 import { readFileSync } from 'node:fs';
 import type http from 'node:http';
@@ -74,7 +81,16 @@ interface Flags {
   blobRuns: number;
   rounds: number;
   keep: boolean;
+  only: Set<PathKey>;
 }
+
+const pathKeys = ['direct', 'tunnel', 'port'] as const;
+type PathKey = (typeof pathKeys)[number];
+const pathLabels: Record<PathKey, string> = {
+  direct: 'direct',
+  tunnel: 'tunnel',
+  port: 'tunnel direct port',
+};
 
 function parseFlags(argv: string[]): Flags {
   const flags: Flags = {
@@ -86,6 +102,7 @@ function parseFlags(argv: string[]): Flags {
     blobRuns: 3,
     rounds: 2,
     keep: false,
+    only: new Set(pathKeys),
   };
   const numeric: Record<string, keyof Flags> = {
     requests: 'requests',
@@ -100,11 +117,17 @@ function parseFlags(argv: string[]): Flags {
     const [name, value] = arg.replace(/^--/, '').split('=', 2) as [string, string | undefined];
     const key = numeric[name];
     if (name === 'keep') flags.keep = true;
-    else if (key && value !== undefined && Number.isInteger(Number(value)) && Number(value) >= 0) {
+    else if (name === 'only' && value) {
+      const chosen = value.split(',');
+      const unknown = chosen.filter((k) => !(pathKeys as readonly string[]).includes(k));
+      if (unknown.length > 0)
+        throw new Error(`--only: unknown path ${unknown.join(', ')}; use ${pathKeys.join(',')}`);
+      flags.only = new Set(chosen as PathKey[]);
+    } else if (key && value !== undefined && Number.isInteger(Number(value)) && Number(value) >= 0) {
       (flags[key] as number) = Number(value);
     } else {
       throw new Error(
-        `bad flag ${arg}; use --requests=N --concurrency=C --serial=S --warmup=W --blob-mib=M --blob-runs=R --rounds=K --keep`,
+        `bad flag ${arg}; use --requests=N --concurrency=C --serial=S --warmup=W --blob-mib=M --blob-runs=R --rounds=K --keep --only=direct,tunnel,port`,
       );
     }
   }
@@ -386,8 +409,8 @@ interface Round {
   /** Streamed responses through cluster1's aggregated API, and without any apiserver (raw). */
   mibPerSec: number[];
   rawMibPerSec: number[];
-  /** CPU ms per MiB of the last raw streamed response, by process. */
-  rawCpu: CpuPerMib;
+  /** CPU ms per MiB of each raw streamed response, by process. */
+  rawCpu: CpuPerMib[];
 }
 
 function formatTable(rows: [string, Round][], flags: Flags): string {
@@ -419,6 +442,55 @@ function formatTable(rows: [string, Round][], flags: Flags): string {
     `| ${row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(' | ')} |`;
   const rule = `|${widths.map((w, c) => (c === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
   return [line(header), rule, ...lines.map(line)].join('\n');
+}
+
+/** The gateway's CPU per tunnelled MiB may be at most this multiple of its CPU per direct MiB (issue 33). */
+const gatewayTunnelRatioTarget = 1.3;
+
+interface Hop {
+  hop: string;
+  path: string;
+  msPerMib: number;
+}
+
+/** The hops of the tunnelled raw stream, and the direct path's gateway for reference. */
+function hopsOf(cpuOf: (key: PathKey, proc: string) => number, ran: Set<PathKey>): Hop[] {
+  const hops: (Hop & { key: PathKey })[] = [
+    { key: 'tunnel', hop: 'gateway', path: 'tunnel', msPerMib: cpuOf('tunnel', 'gateway') },
+    {
+      key: 'tunnel',
+      hop: 'hub kube-apiserver (relay)',
+      path: 'tunnel',
+      msPerMib: cpuOf('tunnel', 'hub kube-apiserver'),
+    },
+    { key: 'tunnel', hop: 'agent', path: 'tunnel', msPerMib: cpuOf('tunnel', 'agent') },
+    { key: 'port', hop: 'gateway', path: 'tunnel, direct port', msPerMib: cpuOf('port', 'gateway') },
+    { key: 'port', hop: 'agent', path: 'tunnel, direct port', msPerMib: cpuOf('port', 'agent (port)') },
+    { key: 'direct', hop: 'gateway (reference)', path: 'direct', msPerMib: cpuOf('direct', 'gateway') },
+  ];
+  return hops.filter((h) => ran.has(h.key));
+}
+
+/** CPU per MiB of each hop and the MiB/s it alone would allow on a core of its own (1000 / ms per MiB). */
+function formatHops(hops: Hop[], mib: number): string {
+  const header = ['hop', 'path', 'CPU ms/MiB', 'MiB/s with a core of its own'];
+  const rows = hops.map((h) => [
+    h.hop,
+    h.path,
+    h.msPerMib.toFixed(2),
+    h.msPerMib > 0 ? (1000 / h.msPerMib).toFixed(0) : '-',
+  ]);
+  const all = [header, ...rows];
+  const widths = header.map((_, c) => Math.max(...all.map((row) => row[c]!.length)));
+  const line = (row: string[]) =>
+    `| ${row.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(' | ')} |`;
+  const rule = `|${widths.map((w, c) => (c < 2 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
+  return [
+    `Per hop, ${mib} MiB raw streamed response (CPU of all threads, median over every raw run):`,
+    line(header),
+    rule,
+    ...rows.map(line),
+  ].join('\n');
 }
 
 const signed = (v: number, unit: string) => `${v >= 0 ? '+' : ''}${v.toFixed(2)}${unit}`;
@@ -501,11 +573,17 @@ try {
       { timeoutMs: 90_000, intervalMs: 500 },
     );
   }
-  const targets = [
-    { name: 'direct (gateway -> cluster1)', cluster: 'cluster1', raw: rawDirect },
-    { name: 'tunnel (gateway -> agent -> cluster1)', cluster: tunnelled, raw: rawTunnel },
-    { name: 'tunnel, direct port (--tunnel-server)', cluster: portTunnelled, raw: rawPortTunnel },
-  ];
+  const allTargets = [
+    { key: 'direct', name: 'direct (gateway -> cluster1)', cluster: 'cluster1', raw: rawDirect },
+    { key: 'tunnel', name: 'tunnel (gateway -> agent -> cluster1)', cluster: tunnelled, raw: rawTunnel },
+    {
+      key: 'port',
+      name: 'tunnel, direct port (--tunnel-server)',
+      cluster: portTunnelled,
+      raw: rawPortTunnel,
+    },
+  ] as const;
+  const targets = allTargets.filter((t) => flags.only.has(t.key));
   console.log(
     `\nGET ${objectPath}: ${flags.requests} requests at concurrency ${flags.concurrency} and ${flags.serial} one at a time ` +
       `(after ${flags.warmup} warm-up); ${flags.blobMib} MiB streamed ${flags.blobRuns}x per round and path; ` +
@@ -522,12 +600,12 @@ try {
       const serial = await getLoad(client, target.cluster, Math.max(1, flags.serial), 1);
       const mibPerSec: number[] = [];
       const rawMibPerSec: number[] = [];
-      let rawCpu: CpuPerMib = {};
+      const rawCpu: CpuPerMib[] = [];
       for (let i = 0; i < flags.blobRuns; i++) {
         mibPerSec.push(await blob(client, target.cluster, flags.blobMib));
         const raw = await blobWithCpu(client, target.raw, flags.blobMib, true, pids);
         rawMibPerSec.push(raw.mibPerSec);
-        rawCpu = raw.cpu;
+        rawCpu.push(raw.cpu);
       }
       rounds.get(target.name)!.push({
         p50: percentile(run.latencies, 50),
@@ -558,14 +636,17 @@ try {
         serialP99: med(rs, 'serialP99'),
         mibPerSec: rs.flatMap((r) => r.mibPerSec),
         rawMibPerSec: rs.flatMap((r) => r.rawMibPerSec),
-        rawCpu: rs.at(-1)?.rawCpu ?? {},
+        rawCpu: rs.flatMap((r) => r.rawCpu),
       },
     ];
   });
+  const byKey = new Map(targets.map((t, i) => [t.key as PathKey, summary[i]![1]]));
   console.log(`\n${formatTable(summary, flags)}\n`);
-  const [d, ...tunnels] = summary.map(([, r]) => r) as [Round, Round, Round];
-  for (const [i, t] of tunnels.entries()) {
-    const label = i === 0 ? 'tunnel' : 'tunnel, direct port';
+  const d = byKey.get('direct');
+  for (const key of ['tunnel', 'port'] as const) {
+    const t = byKey.get(key);
+    if (!d || !t) continue;
+    const label = key === 'tunnel' ? 'tunnel' : 'tunnel, direct port';
     const serialDelta = t.serialP50 - d.serialP50;
     const share = median(t.mibPerSec) / median(d.mibPerSec);
     const rawShare = median(t.rawMibPerSec) / median(d.rawMibPerSec);
@@ -582,14 +663,33 @@ try {
         `(target: at least 80%) ${Math.min(share, rawShare) >= 0.8 ? 'OK' : 'BEHIND'}`,
     );
   }
+  // Median over every raw run of the path (blob-runs x rounds), process by process.
+  const cpuOf = (key: PathKey, proc: string) => {
+    const runs = byKey.get(key)?.rawCpu ?? [];
+    return runs.length === 0 ? Number.NaN : median(runs.map((c) => c[proc] ?? Number.NaN));
+  };
   console.log(
-    'CPU ms per MiB of a raw streamed response (all threads), direct / tunnel / tunnel direct port:',
+    `CPU ms per MiB of a raw streamed response (all threads, median over every raw run), ${targets.map((t) => pathLabels[t.key]).join(' / ')}:`,
   );
   for (const k of Object.keys(pids)) {
+    console.log(`  ${k.padEnd(30)} ${targets.map((t) => cpuOf(t.key, k).toFixed(2)).join(' / ')}`);
+  }
+  console.log(`\n${formatHops(hopsOf(cpuOf, flags.only), flags.blobMib)}\n`);
+  const tunnelledMs = cpuOf('tunnel', 'gateway');
+  const directMs = cpuOf('direct', 'gateway');
+  const ratio = tunnelledMs / directMs;
+  if (Number.isFinite(ratio)) {
     console.log(
-      `  ${k.padEnd(30)} ${summary.map(([, r]) => (r.rawCpu[k] ?? Number.NaN).toFixed(2)).join(' / ')}`,
+      `gateway CPU per tunnelled MiB against per direct MiB: ${tunnelledMs.toFixed(2)} / ${directMs.toFixed(2)} ms = ` +
+        `${ratio.toFixed(2)}x (target: at most ${gatewayTunnelRatioTarget.toFixed(1)}x) ` +
+        `${ratio <= gatewayTunnelRatioTarget ? 'OK' : 'BEHIND'}`,
     );
   }
+  console.log(
+    `headline: tunnel ${flags.blobMib} MiB raw, gateway CPU ms/MiB tunnelled ${tunnelledMs.toFixed(2)}, direct ${directMs.toFixed(2)}, ` +
+      `ratio ${ratio.toFixed(2)}x (target <= ${gatewayTunnelRatioTarget.toFixed(1)}x); hub relay ${cpuOf('tunnel', 'hub kube-apiserver').toFixed(2)}, ` +
+      `agent ${cpuOf('tunnel', 'agent').toFixed(2)} ms/MiB`,
+  );
   console.log(
     `RSS: gateway ${(rssKb(gateway.process.pid) / 1024).toFixed(1)} MiB; agents ${(rssKb(agentPid) / 1024).toFixed(1)} and ` +
       `${(rssKb(rawAgentPid) / 1024).toFixed(1)} MiB (peaks ${(rssKb(agentPid, 'VmHWM') / 1024).toFixed(1)} and ${(rssKb(rawAgentPid, 'VmHWM') / 1024).toFixed(1)} MiB)`,
