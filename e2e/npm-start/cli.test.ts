@@ -145,6 +145,18 @@ describe('cluster-gateway CLI: status and kubeconfig against the npm start envir
   });
 
   test('status: a row per managed cluster, agreeing with the MCA, the ClusterGateway and the tunnel Lease; no escape codes off a terminal', async () => {
+    // AGENT reads each agent Deployment's rollout from its ManifestWork's status feedback, which the work
+    // agent refreshes on its own period: it can still say "(rolling out)" when npm start is done waiting for
+    // the addons (seen in CI). Wait for every agent to be rolled out, as a user would run status again.
+    await waitFor(
+      'every agent rolled out in its ManifestWork feedback',
+      async () => {
+        const json = await cli(['status', '-o', 'json']);
+        const data = JSON.parse(json.stdout) as { clusters: { agent?: { rolledOut?: boolean } }[] };
+        return data.clusters.every((c) => c.agent?.rolledOut === true);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
     const started = Date.now();
     const out = await cli(['status']);
     const took = Date.now() - started;
