@@ -493,6 +493,33 @@ async function startExecTarget(
   };
 }
 
+/** Waits until a proxy at `url` answers a GET on cluster1 as the aggregator would call it. */
+function answersTheProxy(
+  what: string,
+  url: string,
+  frontProxy: Tls,
+  proxy: ManagedProcess,
+  timeoutMs: number,
+): Promise<unknown> {
+  return waitFor(
+    `${what} to answer the proxy`,
+    () =>
+      new Promise<boolean>((resolve) => {
+        https
+          .get(
+            `${url}${proxyPrefix}/api/v1/namespaces/default`,
+            { ...frontProxy, headers: { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' } },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode === 200);
+            },
+          )
+          .on('error', () => resolve(false));
+      }),
+    { timeoutMs, failFast: () => proxy.assertRunning() },
+  );
+}
+
 async function startGoGateway(
   env: Environment,
   frontProxy: Tls,
@@ -533,23 +560,7 @@ async function startGoGateway(
     ],
   });
   const url = `https://127.0.0.1:${port}`;
-  await waitFor(
-    'the Go cluster-gateway to answer the proxy',
-    () =>
-      new Promise<boolean>((resolve) => {
-        https
-          .get(
-            `${url}${proxyPrefix}/api/v1/namespaces/default`,
-            { ...frontProxy, headers: { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' } },
-            (res) => {
-              res.resume();
-              resolve(res.statusCode === 200);
-            },
-          )
-          .on('error', () => resolve(false));
-      }),
-    { timeoutMs: 90_000, failFast: () => process_.assertRunning() },
-  );
+  await answersTheProxy('the Go cluster-gateway', url, frontProxy, process_, 90_000);
   return { process: process_, url };
 }
 
@@ -575,23 +586,7 @@ async function startGatewayWithoutPassThrough(env: Environment, frontProxy: Tls)
     ],
   });
   const url = `https://127.0.0.1:${port}`;
-  await waitFor(
-    'the second gateway to answer the proxy',
-    () =>
-      new Promise<boolean>((resolve) => {
-        https
-          .get(
-            `${url}${proxyPrefix}/api/v1/namespaces/default`,
-            { ...frontProxy, headers: { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' } },
-            (res) => {
-              res.resume();
-              resolve(res.statusCode === 200);
-            },
-          )
-          .on('error', () => resolve(false));
-      }),
-    { timeoutMs: 60_000, failFast: () => process_.assertRunning() },
-  );
+  await answersTheProxy('the second gateway', url, frontProxy, process_, 60_000);
   return {
     name: 'gateway-h2',
     base: `${url}${proxyPrefix}`,
